@@ -1,0 +1,8 @@
+"""Environments behind one protocol, chosen by name with `env=...`.
+
+Importing this package registers the built-in environments.
+"""
+
+from talentrl_cli.envs.base import ENVS, Environment, make_env
+
+__all__ = ["ENVS", "Environment", "make_env"]

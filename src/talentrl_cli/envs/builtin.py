@@ -1,0 +1,1 @@
+"""Imports every built-in environment module so that each registers itself."""
