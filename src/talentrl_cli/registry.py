@@ -37,6 +37,9 @@ class Registry(Generic[T]):
             raise ConfigError(f"unknown {self.kind} {name!r} (known: {known})", hint)
         return self._items[name]
 
+    def values(self) -> list[T]:
+        return [self._items[name] for name in sorted(self._items)]
+
     def names(self) -> list[str]:
         return sorted(self._items)
 

@@ -1,0 +1,268 @@
+"""The `talentrl` command line: a thin Typer layer that parses, then calls one function.
+
+    talentrl [--artifacts-root PATH] [-v] COMMAND ...
+
+Stage commands (mine, index, sft, rl, eval) are generated from the stage registry; each
+gets `--force`, `--dry-run` and Hydra overrides after its options. Heavy libraries are
+imported inside the commands only, so `talentrl --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from talentrl_cli import __version__
+from talentrl_cli.errors import TalentRLError
+from talentrl_cli.stages import Stage, load_builtin_stages
+
+_state: dict[str, Any] = {"root": None, "verbose": False}
+
+OverridesArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="Hydra overrides after the options, e.g. model=smollm2 sft.lr=1e-4, "
+                        "and input refs, e.g. inputs.mine=mine:v3", show_default=False),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"talentrl {__version__}")
+        raise typer.Exit()
+
+
+def _global_options(
+    artifacts_root: Annotated[Path | None, typer.Option(
+        "--artifacts-root", envvar="TALENTRL_HOME",
+        help="Artifact store root (default ./artifacts).")] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Debug logs and full tracebacks.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """TalentRL: train LLM agents to pick a talent (strategy) before they act.
+
+    Stages: mine -> index -> sft -> rl -> eval, each publishing a versioned artifact.
+    Example: talentrl pipeline stages/demo.yaml
+    """
+    _state["root"] = artifacts_root
+    _state["verbose"] = verbose
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG)
+
+
+def _store():
+    from talentrl_cli.artifacts import ArtifactStore
+    from talentrl_cli.runner import default_root
+
+    return ArtifactStore(_state["root"] or default_root())
+
+
+def _stderr(message: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(message)
+
+
+# -- stage commands ---------------------------------------------------------------------------
+
+
+def _stage_command(stage: Stage):
+    def command(
+        force: Annotated[bool, typer.Option("--force", help="Rerun even if a matching artifact exists.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the resolved config and inputs; run nothing.")] = False,
+        overrides: OverridesArg = None,
+    ) -> None:
+        from talentrl_cli.runner import execute_stage
+
+        result = execute_stage(stage.name, overrides or [], _store(), force=force,
+                               dry_run=dry_run, log=_stderr)
+        if dry_run:
+            _print_plan(result.plan)
+            return
+        print(result.artifact.ref)
+
+    command.__doc__ = stage.summary
+    return command
+
+
+def _print_plan(plan: Any) -> None:
+    from talentrl_cli.config import to_yaml
+
+    inputs = {k: f"{a.ref} ({a.digest[:12]})" for k, a in plan.inputs.items()}
+    reuse = plan.reusable.ref if plan.reusable else "no (would run)"
+    print(to_yaml({"stage": plan.stage.name, "inputs": inputs, "config_hash": plan.config_hash,
+                   "reuses": reuse, "config": plan.config}), end="")
+
+
+# -- pipeline ---------------------------------------------------------------------------------
+
+
+def pipeline(
+    spec: Annotated[str, typer.Argument(help="A spec file, or the name of a shipped spec (demo).")],
+    until: Annotated[str | None, typer.Option("--until", help="Stop after this stage.")] = None,
+    from_stage: Annotated[str | None, typer.Option("--from-stage", help="Start at this stage; earlier inputs resolve to latest.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rerun every step even when reusable.")] = False,
+    overrides: OverridesArg = None,
+) -> None:
+    """Run the stages listed in a pipeline spec, wiring each stage's inputs to earlier outputs."""
+    from talentrl_cli.pipeline import load_spec, run_pipeline
+
+    results = run_pipeline(load_spec(spec), _store(), extra=overrides or [], from_stage=from_stage,
+                           until=until, force=force, log=_stderr)
+    for result in results:
+        _stderr(f"{result.artifact.ref:<12} {'reused' if result.reused else 'published'}")
+    print(results[-1].artifact.ref)
+
+
+# -- artifacts --------------------------------------------------------------------------------
+
+artifacts_app = typer.Typer(help="Inspect and verify the artifact store.", no_args_is_help=True)
+
+
+@artifacts_app.command("list", epilog="Example: talentrl artifacts list mine")
+def artifacts_list(stage: Annotated[str | None, typer.Argument(help="Only this stage.")] = None) -> None:
+    """List artifacts with their digests and inputs."""
+    from talentrl_cli import report
+
+    report.print_artifact_table(_store().list(stage))
+
+
+@artifacts_app.command("show", epilog="Example: talentrl artifacts show mine:latest")
+def artifacts_show(ref: Annotated[str, typer.Argument(help="stage:latest, stage:vN or a path.")]) -> None:
+    """Print an artifact's manifest."""
+    import json
+
+    print(json.dumps(_store().resolve(ref).manifest, indent=2))
+
+
+@artifacts_app.command("verify", epilog="Example: talentrl artifacts verify --all")
+def artifacts_verify(
+    ref: Annotated[str | None, typer.Argument(help="stage:latest, stage:vN or a path.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Verify every artifact in the store.")] = False,
+) -> None:
+    """Recompute every file's sha256; exit 1 if any artifact fails."""
+    from talentrl_cli import report
+
+    if (ref is None) == (not all_):
+        raise typer.BadParameter("give a REF or --all (not both)")
+    store = _store()
+    targets = store.list() if all_ else [store.resolve(ref)]
+    if not report.print_verification(targets):
+        raise typer.Exit(1)
+
+
+@artifacts_app.command("lineage", epilog="Example: talentrl artifacts lineage eval:latest")
+def artifacts_lineage(ref: Annotated[str, typer.Argument(help="stage:latest, stage:vN or a path.")]) -> None:
+    """Show the tree of inputs an artifact was built from."""
+    from talentrl_cli import report
+    from talentrl_cli.artifacts import lineage
+
+    store = _store()
+    report.print_lineage(lineage(store, store.resolve(ref)))
+
+
+# -- config -----------------------------------------------------------------------------------
+
+config_app = typer.Typer(help="Show composed configs.", no_args_is_help=True)
+
+
+@config_app.command("show", epilog="Example: talentrl config show sft model=smollm2 sft.lr=1e-4")
+def config_show(
+    stage: Annotated[str, typer.Argument(help="A stage (mine, index, ...) or a config section.")],
+    overrides: OverridesArg = None,
+) -> None:
+    """Print the composed, resolved config a stage would record, as YAML."""
+    from talentrl_cli.config import compose, resolve_sections, split_input_overrides, to_yaml
+    from talentrl_cli.stages import STAGES
+
+    hydra_overrides, inputs = split_input_overrides(overrides or [])
+    cfg = compose(hydra_overrides)
+    if stage in STAGES:
+        sections = STAGES.get(stage).sections
+    elif stage in cfg:
+        sections = ("seed", stage)
+    else:
+        raise _unknown_name("stage or config section", stage, [*STAGES.names(), *cfg])
+    out = resolve_sections(cfg, sections)
+    if inputs:
+        out = {"inputs": inputs, **out}
+    print(to_yaml(out), end="")
+
+
+# -- envs -------------------------------------------------------------------------------------
+
+envs_app = typer.Typer(help="Task suites and environments.", no_args_is_help=True)
+
+
+@envs_app.command("list", epilog="Example: talentrl envs list")
+def envs_list() -> None:
+    """List the registered environments."""
+    from talentrl_cli import report
+
+    report.print_env_list()
+
+
+@envs_app.command("sample", epilog="Example: talentrl envs sample worldqa -n 3 env.seed=1")
+def envs_sample(
+    name: Annotated[str, typer.Argument(help="Environment name, e.g. worldqa.")],
+    n: Annotated[int, typer.Option("-n", help="How many tasks.")] = 3,
+    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "train",
+    overrides: OverridesArg = None,
+) -> None:
+    """Pretty-print tasks and, where the environment has one, an expert trajectory."""
+    from talentrl_cli import report
+
+    report.print_env_sample(name, n=n, split=split, overrides=overrides or [])
+
+
+# -- app --------------------------------------------------------------------------------------
+
+
+def build_app() -> typer.Typer:
+    """The Typer app, with one command per registered stage (tests register their own)."""
+    app = typer.Typer(name="talentrl", no_args_is_help=True, add_completion=False,
+                      pretty_exceptions_enable=False, rich_markup_mode="rich")
+    app.callback()(_global_options)
+    for stage in load_builtin_stages().values():
+        app.command(stage.name, epilog=f"Example: {stage.example}")(_stage_command(stage))
+    app.command(epilog="Example: talentrl pipeline stages/demo.yaml --until index model=tiny")(pipeline)
+    app.add_typer(artifacts_app, name="artifacts")
+    app.add_typer(config_app, name="config")
+    app.add_typer(envs_app, name="envs")
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    app = build_app()
+    try:
+        app(args=argv, prog_name="talentrl")
+    except TalentRLError as err:
+        if _state["verbose"]:
+            import traceback
+
+            traceback.print_exc()
+        _stderr(f"[bold red]error:[/] {_escape(err.message)}")
+        if err.hint:
+            _stderr(f"  hint: {_escape(err.hint)}")
+        sys.exit(1)
+
+
+def _unknown_name(kind: str, name: str, known: list[str]) -> TalentRLError:
+    import difflib
+
+    from talentrl_cli.errors import ConfigError
+
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known))}"
+    return ConfigError(f"unknown {kind} {name!r}", hint)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

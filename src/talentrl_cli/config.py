@@ -1,0 +1,200 @@
+"""Hydra composition from `conf/`, strict validation of overrides, and config hashing.
+
+Overrides come after a command's options (`talentrl sft --force model=smollm2 sft.lr=1e-4`).
+`inputs.NAME=REF` overrides are not config: they name the input artifacts of a stage and
+are split off here (a stage's inputs are compared by digest, not by ref text).
+Unknown keys are errors that name the key and suggest close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from talentrl_cli.errors import ConfigError
+from talentrl_cli.resources import conf_dir
+
+_INPUT_OVERRIDE = re.compile(r"^inputs\.(?P<name>[A-Za-z_][\w-]*)=(?P<ref>.*)$")
+# Credential-looking environment variables whose values must never reach a manifest or log.
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+
+
+def split_input_overrides(overrides: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """Separate `inputs.NAME=REF` from the Hydra overrides."""
+    hydra_overrides: list[str] = []
+    inputs: dict[str, str] = {}
+    for item in overrides:
+        match = _INPUT_OVERRIDE.match(item)
+        if match:
+            inputs[match["name"]] = match["ref"]
+        else:
+            hydra_overrides.append(item)
+    return hydra_overrides, inputs
+
+
+def compose(overrides: Sequence[str] = ()) -> Any:
+    """The root config composed with `overrides`, in struct mode (unknown keys fail)."""
+    from omegaconf import OmegaConf
+
+    overrides = list(overrides)
+    _reject_additions(overrides)
+    try:
+        cfg = _hydra_compose(overrides)
+    except Exception as err:  # Hydra raises several unrelated types
+        raise _explain(err, overrides) from None
+    OmegaConf.set_struct(cfg, True)
+    return cfg
+
+
+def _hydra_compose(overrides: list[str]) -> Any:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        return hydra_compose("config", overrides=overrides)
+
+
+def config_groups() -> list[str]:
+    return sorted(p.name for p in conf_dir().iterdir() if p.is_dir())
+
+
+def _reject_additions(overrides: list[str]) -> None:
+    """`+key=value` would add keys the code never reads: treat it like any unknown key."""
+    for item in overrides:
+        if item.startswith("+"):
+            key = item.lstrip("+").split("=", 1)[0]
+            raise _unknown_key(key, overrides=[o for o in overrides if o != item])
+
+
+def _explain(err: Exception, overrides: list[str]) -> ConfigError:
+    from hydra.errors import MissingConfigException, OverrideParseException
+
+    text = str(err)
+    if isinstance(err, MissingConfigException):
+        return _missing_option(text)
+    if isinstance(err, OverrideParseException):
+        return _unparsable(overrides, text)
+    match = re.search(r"Could not override '([^']+)'", text)
+    if match:
+        key = match.group(1)
+        return _unknown_key(key, overrides=[o for o in overrides if not o.startswith(key + "=")])
+    return ConfigError(f"config does not compose: {text.splitlines()[0]}")
+
+
+def _missing_option(text: str) -> ConfigError:
+    match = re.search(r"Could not find '([^/']+)/([^']+)'", text)
+    if not match:
+        return ConfigError(text.split("Config search path")[0].strip())
+    group, option = match.groups()
+    available = re.findall(r"^\t(\S+)$", text.split("Config search path")[0], re.MULTILINE)
+    close = difflib.get_close_matches(option, available, n=1)
+    hint = f"did you mean {group}={close[0]}?" if close else None
+    return ConfigError(f"unknown {group} option {group}={option} (available: {', '.join(available)})", hint)
+
+
+def _unparsable(overrides: list[str], text: str) -> ConfigError:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    bad = overrides[0] if overrides else ""
+    for item in overrides:
+        try:
+            parser.parse_overrides([item])
+        except Exception:
+            bad = item
+            break
+    return ConfigError(f"cannot parse override {bad!r}: {text.splitlines()[0]}",
+                       "overrides look like key=value, e.g. sft.lr=1e-4 or model=smollm2")
+
+
+def _unknown_key(key: str, overrides: list[str]) -> ConfigError:
+    known = _known_keys(overrides)
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}?" if close else "see `talentrl config show STAGE`"
+    return ConfigError(f"unknown config key {key!r}", hint)
+
+
+def _known_keys(overrides: list[str]) -> list[str]:
+    """Every dotted key of the config composed with the group choices among `overrides`."""
+    groups = set(config_groups())
+    choices = [o for o in overrides if o.split("=", 1)[0] in groups]
+    try:
+        cfg = _hydra_compose(choices)
+    except Exception:
+        cfg = _hydra_compose([])
+    from omegaconf import OmegaConf
+
+    return list(_dotted_keys(OmegaConf.to_container(cfg, resolve=False)))
+
+
+def _dotted_keys(node: Any, prefix: str = "") -> Iterable[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            yield path
+            yield from _dotted_keys(value, path + ".")
+
+
+def resolve_sections(cfg: Any, sections: Sequence[str]) -> dict[str, Any]:
+    """The resolved plain-dict config of the given top-level sections."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    out: dict[str, Any] = {}
+    for section in sections:
+        if section not in cfg:
+            raise ConfigError(f"stage config section {section!r} is not in the root config")
+        try:
+            value = OmegaConf.select(cfg, section, throw_on_missing=True)
+            out[section] = (
+                OmegaConf.to_container(value, resolve=True, throw_on_missing=True)
+                if OmegaConf.is_config(value)
+                else value
+            )
+        except OmegaConfBaseException as err:
+            key = getattr(err, "full_key", None) or section
+            raise ConfigError(
+                f"config key {key!r} has no value: {err.msg if hasattr(err, 'msg') else err}",
+                f"set it on the command line, e.g. {key}=...",
+            ) from None
+    return out
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """A stable hash of a resolved config (canonical JSON, sorted keys)."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def secret_values() -> list[str]:
+    """Values of credential-looking environment variables (long enough to be real secrets)."""
+    import os
+
+    return [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8]
+
+
+def redact(obj: Any, secrets: list[str] | None = None) -> Any:
+    """Replace any credential value found in `obj` with '***' (manifests and logs only)."""
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        return obj
+    if isinstance(obj, dict):
+        return {k: redact(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v, secrets) for v in obj]
+    if isinstance(obj, str):
+        for secret in secrets:
+            obj = obj.replace(secret, "***")
+    return obj
+
+
+def to_yaml(obj: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)

@@ -1,0 +1,99 @@
+"""Rich terminal output for the light commands (artifacts, envs). Imported lazily."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+console = Console(highlight=False)
+
+
+def print_artifact_table(artifacts: list[Any]) -> None:
+    if not artifacts:
+        console.print("no artifacts yet")
+        return
+    table = Table("ref", "created", "digest", "config", "inputs", "metrics")
+    for a in artifacts:
+        m = a.manifest
+        inputs = ", ".join(f"{k}={v['ref']}" for k, v in m.get("inputs", {}).items()) or "-"
+        table.add_row(a.ref, m.get("created", "?"), a.digest[:12], m["config_hash"][:8], inputs,
+                      _short_metrics(m.get("metrics", {})))
+    console.print(table)
+
+
+def _short_metrics(metrics: dict[str, Any], limit: int = 3) -> str:
+    scalars = [(k, v) for k, v in metrics.items() if isinstance(v, int | float)]
+    return ", ".join(f"{k}={v:.4g}" for k, v in scalars[:limit]) or "-"
+
+
+def print_verification(artifacts: list[Any]) -> bool:
+    """Prints OK/FAILED per artifact; True when all are intact."""
+    from talentrl_cli.artifacts import verify
+
+    ok = True
+    for artifact in artifacts:
+        problems = verify(artifact)
+        ok &= not problems
+        status = "[green]OK[/]" if not problems else "[bold red]FAILED[/]"
+        console.print(f"{status} {artifact.ref} ({artifact.path})")
+        for problem in problems:
+            console.print(f"   - {problem}")
+    if not artifacts:
+        console.print("nothing to verify")
+    return ok
+
+
+def print_lineage(node: dict[str, Any]) -> None:
+    tree = Tree(_lineage_label(node))
+    _add_children(tree, node)
+    console.print(tree)
+
+
+def _lineage_label(node: dict[str, Any]) -> str:
+    if "missing" in node:
+        return f"[red]{node['ref']}[/] {node['digest'][:12]} ({node['missing']})"
+    return f"[bold]{node['ref']}[/] {node['digest'][:12]} {node.get('created', '')}"
+
+
+def _add_children(tree: Tree, node: dict[str, Any]) -> None:
+    for name, child in node.get("inputs", {}).items():
+        branch = tree.add(f"{name}: {_lineage_label(child)}")
+        _add_children(branch, child)
+
+
+def print_env_list() -> None:
+    import talentrl_cli.envs.builtin  # noqa: F401
+    from talentrl_cli.envs import ENVS
+
+    table = Table("name", "about")
+    for name in ENVS.names():
+        doc = (ENVS.get(name).__doc__ or "").strip().splitlines()
+        table.add_row(name, doc[0] if doc else "")
+    console.print(table)
+
+
+def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> None:
+    from rich.panel import Panel
+
+    from talentrl_cli.config import compose
+    from talentrl_cli.envs import make_env
+
+    cfg = compose([f"env={name}", *overrides])
+    env = make_env(name, cfg.env, seed=int(cfg.seed))
+    for task in env.tasks(split)[:n]:
+        facts = f"answers: {task.answers}\nstrategy: {task.strategy}\nplan: {task.plan}"
+        console.print(Panel(f"{task.question}\n\n{facts}", title=f"{task.id}", expand=False))
+        if hasattr(env, "expert_trajectory"):
+            _print_trajectory(env.expert_trajectory(task))
+
+
+def _print_trajectory(trajectory: Any) -> None:
+    for i, step in enumerate(trajectory.steps, 1):
+        if step.thought:
+            console.print(f"[cyan]Thought {i}:[/] {step.thought}")
+        console.print(f"[magenta]Action {i}:[/] {step.action}")
+        console.print(f"[dim]Observation {i}:[/] {step.observation[:300]}")
+    console.print(f"success: {trajectory.success}  answer: {trajectory.final_answer}\n")
