@@ -25,3 +25,51 @@ def shared_data() -> Path:
     if not (path / "SOURCES.md").exists():
         pytest.skip(f"real benchmark data not found at {path}")
     return path
+
+
+# -- test-only stages and a CLI runner --------------------------------------------------------
+
+
+def _alpha(cfg, inputs, out_dir):
+    (out_dir / "value.txt").write_text(f"{cfg.seed}\n")
+    (out_dir / "sub").mkdir()
+    (out_dir / "sub" / "notes.md").write_text("alpha output\n")
+    return {"value": int(cfg.seed)}
+
+
+def _beta(cfg, inputs, out_dir):
+    upstream = int(inputs["alpha"].file("value.txt").read_text())
+    (out_dir / "value.txt").write_text(f"{upstream + 100}\n")
+    return {"value": upstream + 100}
+
+
+@pytest.fixture
+def test_stages(monkeypatch):
+    """Registers the test-only stages `alpha` and `beta` (beta consumes alpha)."""
+    from talentrl_cli.stages import STAGES, Stage
+
+    alpha = Stage("alpha", _alpha, "Test stage alpha.", "talentrl alpha seed=1")
+    beta = Stage("beta", _beta, "Test stage beta.", "talentrl beta", inputs={"alpha": ("alpha",)})
+    monkeypatch.setitem(STAGES._items, "alpha", alpha)
+    monkeypatch.setitem(STAGES._items, "beta", beta)
+    return {"alpha": alpha, "beta": beta}
+
+
+@pytest.fixture
+def run_cli(tmp_path, capsys):
+    """Runs `talentrl --artifacts-root <tmp> ARGS...` in-process; returns (code, stdout, stderr)."""
+    from talentrl_cli.cli import main
+
+    root = tmp_path / "artifacts"
+
+    def run(*args: str, root_dir=root):
+        code = 0
+        try:
+            main(["--artifacts-root", str(root_dir), *args])
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    run.root = root
+    return run

@@ -157,7 +157,7 @@ class ArtifactStore:
         problems = verify(artifact)
         if problems:
             listed = "; ".join(problems[:5])
-            raise ArtifactError(f"input {ref} ({artifact.path}) fails verification: {listed}",
+            raise ArtifactError(f"input {ref} = {artifact.ref} ({artifact.path}) fails verification: {listed}",
                                 f"rerun `talentrl {artifact.stage} --force` to rebuild it")
         return artifact
 

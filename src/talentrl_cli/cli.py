@@ -65,7 +65,7 @@ def _store():
 def _stderr(message: str) -> None:
     from rich.console import Console
 
-    Console(stderr=True, highlight=False).print(message)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(message)
 
 
 # -- stage commands ---------------------------------------------------------------------------

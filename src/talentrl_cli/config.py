@@ -84,7 +84,10 @@ def _explain(err: Exception, overrides: list[str]) -> ConfigError:
     if match:
         key = match.group(1)
         return _unknown_key(key, overrides=[o for o in overrides if not o.startswith(key + "=")])
-    return ConfigError(f"config does not compose: {text.splitlines()[0]}")
+    cause = err.__cause__ or err.__context__
+    detail = (text or f"{type(cause).__name__}: {cause}" if cause else type(err).__name__).splitlines()
+    return ConfigError(f"config does not compose: {detail[0] if detail else type(err).__name__}",
+                       "check the overrides and the conf/ files they select")
 
 
 def _missing_option(text: str) -> ConfigError:

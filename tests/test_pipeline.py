@@ -1,0 +1,81 @@
+"""The pipeline runner, with the test-only stages alpha and beta."""
+
+from __future__ import annotations
+
+import pytest
+
+from talentrl_cli.artifacts import ArtifactStore
+
+
+@pytest.fixture
+def spec(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text("description: test\noverrides: [seed=7]\n"
+                    "steps:\n  - stage: alpha\n  - stage: beta\n")
+    return path
+
+
+def test_pipeline_wires_inputs_and_skips_reused_steps(run_cli, test_stages, spec):
+    code, out, err = run_cli("pipeline", str(spec))
+    assert code == 0 and out.split()[-1] == "beta:v1"
+    store = ArtifactStore(run_cli.root)
+    assert store.resolve("beta:v1").manifest["inputs"]["alpha"]["ref"] == "alpha:v1"
+    assert (store.resolve("beta:v1").path / "value.txt").read_text() == "107\n"
+    code, out, err = run_cli("pipeline", str(spec))
+    assert code == 0 and err.count("reused") == 2
+    assert len(store.list()) == 2
+
+
+def test_pipeline_wires_this_runs_output_not_an_older_latest(run_cli, test_stages, spec):
+    run_cli("alpha", "seed=1")
+    run_cli("alpha", "seed=2")  # alpha:v2 is latest
+    run_cli("pipeline", str(spec), "seed=1")  # reuses alpha:v1 for seed=1
+    store = ArtifactStore(run_cli.root)
+    assert store.resolve("beta:latest").manifest["inputs"]["alpha"]["ref"] == "alpha:v1"
+
+
+def test_until_and_from_stage(run_cli, test_stages, spec):
+    code, out, _ = run_cli("pipeline", str(spec), "--until", "alpha")
+    assert code == 0 and out.split()[-1] == "alpha:v1"
+    store = ArtifactStore(run_cli.root)
+    assert store.list("beta") == []
+    code, out, _ = run_cli("pipeline", str(spec), "--from-stage", "beta")
+    assert code == 0 and out.split()[-1] == "beta:v1"
+    assert [a.ref for a in store.list("alpha")] == ["alpha:v1"]
+    code, _, err = run_cli("pipeline", str(spec), "--until", "gamma")
+    assert code == 1 and "--until 'gamma'" in err
+
+
+def test_cli_overrides_reach_every_step(run_cli, test_stages, spec):
+    run_cli("pipeline", str(spec), "seed=9")
+    store = ArtifactStore(run_cli.root)
+    assert store.resolve("alpha:latest").manifest["config"] == {"seed": 9}
+
+
+def test_unimplemented_stage_is_reported_honestly(run_cli, tmp_path):
+    path = tmp_path / "future.yaml"
+    path.write_text("steps: [{stage: nosuchstage}]\n")
+    code, _, err = run_cli("pipeline", str(path))
+    assert code == 1 and "not implemented in this version: nosuchstage" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("steps: []\n", "non-empty `steps:`"),
+    ("steps: [{stage: alpha, overides: []}]\n", "unknown key(s) overides"),
+    ("stepz: [alpha]\n", "non-empty `steps:`"),
+    ("steps: [alpha\n", "not valid YAML"),
+])
+def test_bad_specs_fail_with_file_and_key(run_cli, test_stages, tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    code, _, err = run_cli("pipeline", str(path))
+    assert code == 1 and message in err and "bad.yaml" in err
+
+
+def test_shipped_spec_is_found_by_name_from_any_cwd(tmp_path, monkeypatch):
+    from talentrl_cli.pipeline import load_spec
+
+    monkeypatch.chdir(tmp_path)
+    spec = load_spec("stages/demo.yaml")
+    assert [s.stage for s in spec.steps][:2] == ["mine", "index"]
+    assert load_spec("demo").path == spec.path
