@@ -1,1 +1,3 @@
 """Imports every built-in environment module so that each registers itself."""
+
+import talentrl_cli.envs.qa  # noqa: F401

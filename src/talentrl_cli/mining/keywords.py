@@ -1,0 +1,34 @@
+"""Distinctive task words for a group of trajectories (used to describe skills and talents)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from talentrl_cli.mining.templates import STOPWORDS
+
+
+class Keywords:
+    """Binary bag of words over task texts; a group's distinctive words are those whose
+    document frequency inside the group most exceeds their frequency overall."""
+
+    def __init__(self, texts: Sequence[str]):
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        self.vectorizer = CountVectorizer(binary=True, lowercase=True, stop_words=sorted(STOPWORDS),
+                                          token_pattern=r"(?u)\b[^\W\d_]{3,}\b")
+        try:
+            self.matrix = self.vectorizer.fit_transform(texts).tocsr()
+            self.vocab = np.array(self.vectorizer.get_feature_names_out())
+        except ValueError:  # no word at all
+            self.matrix, self.vocab = None, np.array([])
+        self.overall = None if self.matrix is None else np.asarray(self.matrix.mean(axis=0)).ravel()
+
+    def distinctive(self, rows: Sequence[int], top: int = 3) -> list[str]:
+        if self.matrix is None or len(rows) == 0:
+            return []
+        inside = np.asarray(self.matrix[np.asarray(rows)].mean(axis=0)).ravel()
+        lift = inside - self.overall
+        order = np.lexsort((self.vocab, -lift))  # by lift, then alphabetically
+        return [str(self.vocab[i]) for i in order[:top] if lift[i] > 0]

@@ -1,0 +1,145 @@
+"""The mining pipeline behind `talentrl mine`: skills -> merge -> talents -> names -> files.
+
+Every step is deterministic for a fixed input and seed (sorted inputs, seeded scikit-learn
+estimators, rounded weights), so `skills.jsonl`, `talents.jsonl` and `labels.jsonl` are
+byte-identical across reruns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from talentrl_cli.errors import DataError
+from talentrl_cli.jsonl import ReadStats, write_jsonl
+from talentrl_cli.mining.evaluation import agreement
+from talentrl_cli.mining.keywords import Keywords
+from talentrl_cli.mining.naming import NAMERS, TalentContext, top_skill_indices
+from talentrl_cli.mining.skills import EXTRACTORS, MAX_LISTED_SOURCES, merge_near_duplicates
+from talentrl_cli.mining.talents import TalentFit, discover_talents
+from talentrl_cli.schema import Skill, Talent, Trajectory
+
+DIGITS = 4  # rounding of weights written to disk, so files are byte-stable
+
+
+@dataclass
+class MineResult:
+    trajectories: list[Trajectory]
+    skills: list[Skill]
+    talents: list[Talent]
+    fit: TalentFit
+    llm_stats: dict[str, Any] = field(default_factory=dict)
+    embed_stats: dict[str, Any] = field(default_factory=dict)
+
+
+def make_embedder(embedder_cfg: Any) -> Any:
+    from talentrl_cli.embedding import Embedder
+    from talentrl_cli.models import cache_root
+
+    return Embedder.from_config(dict(embedder_cfg), cache_dir=str(cache_root() / "embeddings"))
+
+
+def mine(trajectories: list[Trajectory], cfg: Any, out_dir: Path) -> MineResult:
+    mine_cfg, seed = cfg.mine, int(cfg.seed)
+    embedder = make_embedder(cfg.embedder)
+    writer = _writer(mine_cfg)
+    keywords = Keywords([t.task.question for t in trajectories])
+    extraction = EXTRACTORS.get(str(mine_cfg.extractor))(trajectories, mine_cfg, keywords, writer=writer)
+    if not extraction.skills:
+        raise DataError(f"no procedure reaches mine.min_support={mine_cfg.min_support} among "
+                        f"{len(trajectories)} successful trajectories",
+                        "lower mine.min_support or add trajectories")
+    skill_vectors = embedder.encode([s.text() for s in extraction.skills])
+    extraction = merge_near_duplicates(extraction, skill_vectors, float(mine_cfg.merge_cosine))
+    _refresh_sources(extraction, trajectories)
+    task_vectors = embedder.encode([t.task.question for t in trajectories])
+    fit = discover_talents(extraction.usage, task_vectors, mine_cfg, seed)
+    talents = _talents(fit, extraction.skills, trajectories, task_vectors, keywords, mine_cfg, writer)
+    result = MineResult(trajectories, extraction.skills, talents, fit,
+                        llm_stats=vars(writer.stats) if writer else {},
+                        embed_stats=vars(embedder.stats) if hasattr(embedder, "stats") else {})
+    write_outputs(out_dir, result)
+    return result
+
+
+def _writer(mine_cfg: Any) -> Any:
+    if "llm" not in (str(mine_cfg.extractor), str(mine_cfg.namer)):
+        return None
+    from talentrl_cli.mining.llm import JsonWriter, make_generator
+
+    return JsonWriter(make_generator(mine_cfg.llm), retries=int(mine_cfg.llm.retries))
+
+
+def _refresh_sources(extraction: Any, trajectories: list[Trajectory]) -> None:
+    for col, skill in enumerate(extraction.skills):
+        rows = np.flatnonzero(extraction.usage[:, col])
+        skill.support = len(rows)
+        skill.source_trajectories = [trajectories[r].id for r in rows[:MAX_LISTED_SOURCES]]
+
+
+def _talents(fit: TalentFit, skills: list[Skill], trajectories: list[Trajectory], vectors: np.ndarray,
+             keywords: Keywords, mine_cfg: Any, writer: Any) -> list[Talent]:
+    contexts, exemplar_rows = [], []
+    for c in range(fit.weights.shape[0]):
+        rows = np.flatnonzero(fit.labels == c)
+        chosen = _exemplars(rows, vectors, int(mine_cfg.exemplars))
+        exemplar_rows.append(chosen)
+        contexts.append(TalentContext(
+            index=c, top_skills=[skills[i] for i in top_skill_indices(fit.weights, c)],
+            keywords=keywords.distinctive(rows, top=3),
+            exemplars=[trajectories[r].task.question for r in chosen]))
+    names = NAMERS.get(str(mine_cfg.namer))(contexts, writer=writer)
+    return [
+        Talent(name=named.name, description=named.description,
+               skills={skills[i].id: round(float(fit.weights[c, i]), DIGITS)
+                       for i in np.flatnonzero(fit.weights[c] >= 10 ** -DIGITS)},
+               exemplars=contexts[c].exemplars, support=int(np.sum(fit.labels == c)),
+               meta={"exemplar_ids": [trajectories[r].task.id for r in exemplar_rows[c]],
+                     "keywords": contexts[c].keywords})
+        for c, named in enumerate(names)
+    ]
+
+
+def _exemplars(rows: np.ndarray, vectors: np.ndarray, count: int) -> list[int]:
+    """The members closest to the talent's embedding centroid (ties by position)."""
+    if len(rows) == 0:
+        return []
+    centroid = vectors[rows].mean(axis=0)
+    similarity = np.round(vectors[rows] @ centroid, 6)
+    order = np.lexsort((rows, -similarity))
+    return [int(rows[i]) for i in order[:count]]
+
+
+def write_outputs(out_dir: Path, result: MineResult) -> None:
+    write_jsonl(out_dir / "skills.jsonl", result.skills)
+    write_jsonl(out_dir / "talents.jsonl", result.talents)
+    names = [t.name for t in result.talents]
+    write_jsonl(out_dir / "labels.jsonl", (
+        {"trajectory_id": t.id, "talent": names[int(result.fit.labels[i])],
+         "membership": {names[c]: round(float(w), DIGITS)
+                        for c, w in enumerate(result.fit.membership[i]) if w >= 10 ** -DIGITS}}
+        for i, t in enumerate(result.trajectories)))
+
+
+def metrics(result: MineResult, gold: list[str | None]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "n_success": len(result.trajectories), "n_skills": len(result.skills),
+        "n_talents": len(result.talents), "k_criterion": result.fit.criterion,
+        "k_scores": {str(k): v for k, v in result.fit.k_scores.items()},
+        "talent_sizes": {t.name: t.support for t in result.talents},
+    }
+    scores = agreement(result.fit.labels, gold)
+    if scores:
+        out.update(scores)
+    if result.llm_stats:
+        out["llm"] = {k: v for k, v in result.llm_stats.items() if k != "errors"}
+    return out
+
+
+def write_report(path: Path, result: MineResult, metrics: dict[str, Any], stats: ReadStats) -> None:
+    from talentrl_cli.mining.report import render_report
+
+    path.write_text(render_report(result, metrics, stats))

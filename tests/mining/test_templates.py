@@ -1,0 +1,38 @@
+"""Action templates are domain-agnostic: slots come from where spans come from."""
+
+from talentrl_cli.mining.templates import (
+    abstract_action,
+    collapse_runs,
+    describe_template,
+    split_action,
+    vocabulary,
+)
+
+
+def test_split_action_handles_any_tool_and_free_form():
+    assert split_action("Query_DB[Acme Corp revenue]") == ("query_db", "Acme Corp revenue", True)
+    assert split_action("take mug 1 from cabinet 2") == ("take", "mug 1 from cabinet 2", False)
+    assert split_action("") == ("", "", False)
+
+
+def test_slots_by_origin():
+    question = vocabulary("Who directed the film Kessler Road?")
+    seen = vocabulary("Kessler Road was directed by Amira Sol.")
+    assert abstract_action("search[Kessler Road]", question, set()) == "search[<Q>]"
+    assert abstract_action("search[Amira Sol]", question, seen) == "search[<OBS>]"
+    assert abstract_action("finish[1987]", question, seen) == "finish[<NUM>]"
+    assert abstract_action("finish[Yes]", question, seen) == "finish[<YESNO>]"
+    assert abstract_action('lookup["directed by"]', question, seen) == "lookup[<QUOTE>]"
+    assert abstract_action("calc[Zorblax]", question, seen) == "calc[<ENT>]"
+
+
+def test_free_form_commands_keep_their_grammar():
+    question = vocabulary("put some spraybottle on toilet.")
+    seen = vocabulary("you see a cabinet 1 and a toilet 1")
+    template = abstract_action("take spraybottle 2 from cabinet 2", question, seen)
+    assert template == "take <Q> <NUM> from <OBS> <NUM>"
+
+
+def test_runs_collapse_and_describe():
+    assert collapse_runs(["a", "a", "a", "b", "a"]) == ["a+", "b", "a"]
+    assert "repeat as needed" in describe_template("go to <OBS> <NUM>+")
