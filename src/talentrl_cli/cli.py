@@ -90,6 +90,57 @@ def _stage_command(stage: Stage):
     return command
 
 
+def _stage_group(stage: Stage, subcommands: dict[str, Any]) -> typer.Typer:
+    """A stage that also has subcommands (`talentrl index query ...`): the group takes the
+    stage's options; any first argument that is not a subcommand runs the stage."""
+    from typer.core import TyperGroup
+
+    class StageGroup(TyperGroup):
+        def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+            if args and args[0] in subcommands:
+                return super().resolve_command(ctx, args)
+            return "run", self.commands["run"], args
+
+    group = typer.Typer(cls=StageGroup, invoke_without_command=True, no_args_is_help=False)
+    run_stage = _stage_command(stage)
+
+    @group.callback(epilog=f"Example: {stage.example}\n\nSubcommands: {', '.join(subcommands)}")
+    def options(
+        ctx: typer.Context,
+        force: Annotated[bool, typer.Option("--force", help="Rerun even if a matching artifact exists.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the resolved config and inputs; run nothing.")] = False,
+    ) -> None:
+        ctx.obj = {"force": force, "dry_run": dry_run}
+        if ctx.invoked_subcommand is None:
+            run_stage(force=force, dry_run=dry_run, overrides=[])
+
+    @group.command("run", hidden=True)
+    def run(ctx: typer.Context, overrides: OverridesArg = None) -> None:
+        run_stage(overrides=overrides, **ctx.obj)
+
+    options.__doc__ = f"{stage.summary} Options come before OVERRIDES (key=value)."
+    for name, command in subcommands.items():
+        group.command(name, epilog=getattr(command, "example", None))(command)
+    return group
+
+
+def index_query(
+    text: Annotated[str, typer.Argument(help="The task text to retrieve skills for.")],
+    talent: Annotated[str | None, typer.Option("--talent", help="Raise this talent's skills (the prior).")] = None,
+    k: Annotated[int, typer.Option("-k", help="How many skills.")] = 5,
+    index_ref: Annotated[str, typer.Option("--index", help="The index artifact.")] = "index:latest",
+    overrides: OverridesArg = None,
+) -> None:
+    """Rank skills for TEXT by cos + lam * w(t, s), showing each component."""
+    from talentrl_cli import report
+
+    report.print_skill_ranking(_store(), index_ref, text, talent, k, overrides or [])
+
+
+index_query.example = 'talentrl index query "Who directed the film?" --talent bridge -k 5 index.lam=0.5'
+STAGE_SUBCOMMANDS = {"index": {"query": index_query}}
+
+
 def _print_plan(plan: Any) -> None:
     from talentrl_cli.config import to_yaml
 
@@ -229,7 +280,10 @@ def build_app() -> typer.Typer:
                       pretty_exceptions_enable=False, rich_markup_mode="rich")
     app.callback()(_global_options)
     for stage in load_builtin_stages().values():
-        app.command(stage.name, epilog=f"Example: {stage.example}")(_stage_command(stage))
+        if stage.name in STAGE_SUBCOMMANDS:
+            app.add_typer(_stage_group(stage, STAGE_SUBCOMMANDS[stage.name]), name=stage.name)
+        else:
+            app.command(stage.name, epilog=f"Example: {stage.example}")(_stage_command(stage))
     app.command(epilog="Example: talentrl pipeline stages/demo.yaml --until index model=tiny")(pipeline)
     app.add_typer(artifacts_app, name="artifacts")
     app.add_typer(config_app, name="config")

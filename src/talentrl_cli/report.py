@@ -97,3 +97,25 @@ def _print_trajectory(trajectory: Any) -> None:
         console.print(f"[magenta]Action {i}:[/] {step.action}")
         console.print(f"[dim]Observation {i}:[/] {step.observation[:300]}")
     console.print(f"success: {trajectory.success}  answer: {trajectory.final_answer}\n")
+
+
+def print_skill_ranking(store: Any, index_ref: str, text: str, talent: str | None, k: int,
+                        overrides: list[str]) -> None:
+    """`talentrl index query`: the ranking with cos, prior and total per skill."""
+    from talentrl_cli.config import compose
+    from talentrl_cli.mining.pipeline import make_embedder
+    from talentrl_cli.skillbank import SkillBank
+
+    cfg = compose(overrides)
+    artifact = store.resolve_verified(index_ref)
+    embedder = make_embedder(cfg.embedder)
+    bank = SkillBank.load(artifact.path, embedder.identity(), int(cfg.index.oversample))
+    hits = bank.retrieve(embedder.encode([text]), talent, k=k, lam=float(cfg.index.lam))[0]
+    if talent is not None:
+        console.print(f"[bold]{talent}[/]: {bank.talents[bank.talent_pos[talent]].description}")
+    table = Table("#", "skill", "cos", "prior", "total", title=f"{artifact.ref}  lam={cfg.index.lam}")
+    for rank, hit in enumerate(hits, 1):
+        skill = bank.skill_by_id[hit.skill_id]
+        table.add_row(str(rank), f"{skill.name}\n[dim]{skill.when_to_use}[/]", f"{hit.cos:.3f}",
+                      f"{hit.prior:.3f}", f"{hit.score:.3f}")
+    console.print(table)
