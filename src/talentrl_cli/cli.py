@@ -114,13 +114,13 @@ def _stage_group(stage: Stage, subcommands: dict[str, Any]) -> typer.Typer:
         if ctx.invoked_subcommand is None:
             run_stage(force=force, dry_run=dry_run, overrides=[])
 
-    @group.command("run", hidden=True)
+    @group.command("run", hidden=True, epilog=f"Example: {stage.example}")
     def run(ctx: typer.Context, overrides: OverridesArg = None) -> None:
         run_stage(overrides=overrides, **ctx.obj)
 
     options.__doc__ = f"{stage.summary} Options come before OVERRIDES (key=value)."
     for name, command in subcommands.items():
-        group.command(name, epilog=getattr(command, "example", None))(command)
+        group.command(name, epilog=f"Example: {command.example}")(command)
     return group
 
 
