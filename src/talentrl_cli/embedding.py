@@ -141,8 +141,15 @@ class Embedder:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None, **overrides: Any) -> Embedder:
-        """Build from a config section (`embedder:`); unknown keys are a ConfigError."""
-        values = {**dict(cfg or {}), **{k: v for k, v in overrides.items() if v is not None}}
+        """Build from a config section (`embedder:`); unknown keys are a ConfigError.
+
+        The cache lives under ${TALENTRL_CACHE:-~/.cache/talentrl}/embeddings unless
+        `cache_dir` is given: it is a machine-local path, so it stays out of configs
+        (and so out of manifests and config hashes)."""
+        from talentrl_cli.models import cache_root
+
+        values = {"cache_dir": cache_root() / "embeddings", **dict(cfg or {}),
+                  **{k: v for k, v in overrides.items() if v is not None}}
         known = {"name_or_path", "batch_size", "normalize", "device", "cache_dir"}
         unknown = sorted(set(values) - known)
         if unknown:

@@ -103,12 +103,12 @@ def print_skill_ranking(store: Any, index_ref: str, text: str, talent: str | Non
                         overrides: list[str]) -> None:
     """`talentrl index query`: the ranking with cos, prior and total per skill."""
     from talentrl_cli.config import compose
-    from talentrl_cli.mining.pipeline import make_embedder
+    from talentrl_cli.embedding import Embedder
     from talentrl_cli.skillbank import SkillBank
 
     cfg = compose(overrides)
     artifact = store.resolve_verified(index_ref)
-    embedder = make_embedder(cfg.embedder)
+    embedder = Embedder.from_config(cfg.embedder)
     bank = SkillBank.load(artifact.path, embedder.identity(), int(cfg.index.oversample))
     hits = bank.retrieve(embedder.encode([text]), talent, k=k, lam=float(cfg.index.lam))[0]
     if talent is not None:

@@ -35,16 +35,11 @@ class MineResult:
     embed_stats: dict[str, Any] = field(default_factory=dict)
 
 
-def make_embedder(embedder_cfg: Any) -> Any:
-    from talentrl_cli.embedding import Embedder
-    from talentrl_cli.models import cache_root
-
-    return Embedder.from_config(dict(embedder_cfg), cache_dir=str(cache_root() / "embeddings"))
-
-
 def mine(trajectories: list[Trajectory], cfg: Any, out_dir: Path) -> MineResult:
+    from talentrl_cli.embedding import Embedder
+
     mine_cfg, seed = cfg.mine, int(cfg.seed)
-    embedder = make_embedder(cfg.embedder)
+    embedder = Embedder.from_config(cfg.embedder)
     writer = _writer(mine_cfg)
     keywords = Keywords([t.task.question for t in trajectories])
     extraction = EXTRACTORS.get(str(mine_cfg.extractor))(trajectories, mine_cfg, keywords, writer=writer)

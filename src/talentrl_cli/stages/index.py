@@ -29,14 +29,14 @@ def render_skill(skill: Any, template: str) -> str:
 
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli.jsonl import iter_jsonl
-    from talentrl_cli.mining.pipeline import make_embedder
+    from talentrl_cli.embedding import Embedder
     from talentrl_cli.schema import Skill, Talent
     from talentrl_cli.skillbank import SkillBank
 
     mine = inputs["mine"]
     skills = list(iter_jsonl(mine.file("skills.jsonl"), Skill))
     talents = list(iter_jsonl(mine.file("talents.jsonl"), Talent))
-    embedder = make_embedder(cfg.embedder)
+    embedder = Embedder.from_config(cfg.embedder)
     vectors = embedder.encode([render_skill(s, str(cfg.index.skill_template)) for s in skills])
     params = {k: int(cfg.index[k]) for k in ("M", "ef_construction", "ef", "exact_below")}
     bank = SkillBank.build(skills, talents, vectors, embedder.identity(), params, int(cfg.index.oversample))
