@@ -1,3 +1,4 @@
 """Imports every built-in environment module so that each registers itself."""
 
 import talentrl_cli.envs.qa  # noqa: F401
+import talentrl_cli.envs.worldqa  # noqa: F401
