@@ -76,6 +76,13 @@ def print_env_list() -> None:
 
 
 def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> None:
+    """Tasks of a split and, where the env has a scripted expert, its trajectory on each.
+
+    The trajectory is meant as a clean demonstration of the tools, so an expert that models
+    realistic errors (WorldQA's `noise`, 0.2 by default for training data) runs at noise 0;
+    an env without an expert shows its tasks only."""
+    import inspect
+
     from rich.panel import Panel
 
     from talentrl_cli.config import compose
@@ -83,11 +90,13 @@ def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> 
 
     cfg = compose([f"env={name}", *overrides])
     env = make_env(name, cfg.env, seed=int(cfg.seed))
+    expert = getattr(env, "expert_trajectory", None)
+    clean = {"noise": 0.0} if expert and "noise" in inspect.signature(expert).parameters else {}
     for task in env.tasks(split)[:n]:
         facts = f"answers: {task.answers}\nstrategy: {task.strategy}\nplan: {task.plan}"
         console.print(Panel(f"{task.question}\n\n{facts}", title=f"{task.id}", expand=False))
-        if hasattr(env, "expert_trajectory"):
-            _print_trajectory(env.expert_trajectory(task))
+        if expert is not None:
+            _print_trajectory(expert(task, **clean))
 
 
 def _print_trajectory(trajectory: Any) -> None:

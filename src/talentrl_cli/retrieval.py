@@ -23,7 +23,6 @@ is exactly one hnswlib wrapper, one save format and one integrity check.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -33,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+# The one sha256 of a file; artifacts.py imports nothing from here, so there is no cycle.
+from talentrl_cli.artifacts import sha256_file
 from talentrl_cli.errors import ArtifactError, TalentRLError
 
 FORMAT_VERSION = 1
@@ -47,14 +48,6 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class VectorIndex:

@@ -22,7 +22,9 @@ keeps the first N tasks of the split, in file order.
 Episodes follow ReAct: `search[query]`, `lookup[keyword]`, `finish[answer]`; the reward
 (EM by default, or F1) is paid on `finish`, and an episode without an answer after
 `max_steps` actions ends with reward 0. An unparsable or unknown action costs a step and
-returns an observation listing the valid actions.
+returns an observation listing the valid actions. That episode loop is
+`react_env.SearchEnvironment`, shared with `env=worldqa`; this module supplies the tasks,
+the scoring and the search tool.
 
 The search tool (embeddings + index) is built on the first `reset`, not in the constructor,
 so listing tasks needs no model; it is cached per process and shared by every instance with
@@ -38,15 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from talentrl_cli.embedding import Embedder
-from talentrl_cli.envs.base import ENVS, Environment
-from talentrl_cli.envs.search import Passage, SearchSession, SearchTool, parse_action
+from talentrl_cli.envs.base import ENVS
+from talentrl_cli.envs.react_env import SearchEnvironment
+from talentrl_cli.envs.search import Passage, SearchTool
 from talentrl_cli.errors import ConfigError
 from talentrl_cli.jsonl import RecordError, iter_jsonl
 from talentrl_cli.schema import Task
 
 SPLITS = ("train", "dev", "test")
 REWARDS = ("em", "f1")
-TOOLS = ("search", "lookup", "finish")
 _TOOL_CACHE: dict[str, SearchTool] = {}
 _DATA_HINT = "set it on the command line, e.g. env.path=/data/qa/nq.jsonl, or set TALENTRL_DATA"
 
@@ -254,7 +256,7 @@ def title_recall(tool: SearchTool, tasks: list[Task], k: int = 5) -> tuple[float
 
 
 @ENVS.register("qa")
-class QAEnv(Environment):
+class QAEnv(SearchEnvironment):
     """Real QA sets (Search-R1/FlashRAG JSONL) with search/lookup/finish over a passage corpus."""
 
     name = "qa"
@@ -264,11 +266,6 @@ class QAEnv(Environment):
         self.settings = QASettings.from_cfg(cfg)
         self._tasks: list[Task] | None = None
         self._tool: SearchTool | None = None
-        self.task: Task | None = None
-        self.session: SearchSession | None = None
-        self.steps = 0
-        self.done = True
-        self.answer: str | None = None
 
     # -- tasks ----------------------------------------------------------------------------
 
@@ -292,50 +289,7 @@ class QAEnv(Environment):
             self._tool = search_tool(self.settings)
         return self._tool
 
-    # -- episodes -------------------------------------------------------------------------
-
-    def reset(self, task: Task) -> str:
-        self.task, self.session = task, self.tool.session()
-        self.steps, self.done, self.answer = 0, False, None
-        return task.question
-
-    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        if self.task is None or self.done:
-            return "The episode is over; call reset() for a new task.", 0.0, True, {"valid": False}
-        self.steps += 1
-        parsed = parse_action(action)
-        info: dict[str, Any] = {
-            "valid": parsed is not None and parsed.tool in TOOLS,
-            "steps": self.steps,
-        }
-        reward = 0.0
-        if not info["valid"]:
-            obs = self._invalid(action, parsed)
-        elif parsed.tool == "finish":
-            obs, reward = self._finish(parsed.arg, info)
-        elif parsed.tool == "search":
-            obs = self.session.search(parsed.arg)
-        else:
-            obs = self.session.lookup(parsed.arg)
-        if not self.done and self.steps >= int(self.settings.max_steps):
-            self.done = True
-            obs += f"\nStep limit reached ({self.settings.max_steps} actions); episode ended without an answer."
-            info.update(self.score(self.task, None))
-        return obs, reward, self.done, info
-
-    def _finish(self, answer: str, info: dict[str, Any]) -> tuple[str, float]:
-        self.done, self.answer = True, answer
-        scores = self.score(self.task, answer)
-        info.update(scores, answer=answer)
-        return f"Episode finished, reward = {scores['reward']:g}", scores["reward"]
-
-    def _invalid(self, action: str, parsed: Any) -> str:
-        what = (
-            f"Unknown tool {parsed.tool!r}"
-            if parsed
-            else f"Could not parse an action in {str(action)[:80]!r}"
-        )
-        return f"{what}. Valid actions: search[query], lookup[keyword], finish[answer]."
+    # -- what the episode loop (SearchEnvironment) asks of this env ------------------------
 
     def describe_tools(self) -> str:
         shown = self.settings.max_sentences

@@ -11,7 +11,8 @@ project's shared `SearchTool` (dense retrieval with the sentence embedder by def
 `retriever: lexical` swaps in character n-gram TF-IDF vectors, which need no model and
 build in under a second, for tests and quick runs). The reward is EM on
 `finish` (F1 is reported in `info`); an episode without an answer after `max_steps`
-actions ends with reward 0. The observation and step formats match `env=qa`.
+actions ends with reward 0. The episode loop itself is `react_env.SearchEnvironment`,
+shared with `env=qa`, so observations and step formats are the same by construction.
 
 The world, corpus, task splits and search tool depend only on the settings, so they are
 built once per process and cached (`functools.lru_cache`, keyed by the settings that
@@ -29,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from talentrl_cli.envs.base import ENVS, Environment
-from talentrl_cli.envs.search import Passage, SearchSession, SearchTool, parse_action
+from talentrl_cli.envs.base import ENVS
+from talentrl_cli.envs.react_env import SearchEnvironment
+from talentrl_cli.envs.search import Passage, SearchTool
 from talentrl_cli.envs.worldqa.corpus import Document, build_corpus
 from talentrl_cli.envs.worldqa.expert import Expert
 from talentrl_cli.envs.worldqa.questions import generate_tasks
@@ -39,7 +41,6 @@ from talentrl_cli.errors import ConfigError
 from talentrl_cli.schema import Task, Trajectory
 
 SPLITS = ("train", "dev", "test")
-TOOLS = ("search", "lookup", "finish")
 RETRIEVERS = ("dense", "lexical")
 
 
@@ -174,16 +175,15 @@ def shared_tool(s: WorldQASettings) -> SearchTool:
 
 
 @ENVS.register("worldqa")
-class WorldQAEnv(Environment):
+class WorldQAEnv(SearchEnvironment):
+    """Generated offline QA world (seven strategies) with search/lookup/finish and an expert."""
+
     name = "worldqa"
 
     def __init__(self, cfg: Any = None, seed: int = 0):
         super().__init__(cfg, seed)
         self.settings = WorldQASettings.from_cfg(cfg, seed)
         self.seed = self.settings.seed
-        self.task: Task | None = None
-        self.session: SearchSession | None = None
-        self.steps, self.done, self.answer = 0, True, None
 
     @property
     def world(self) -> World:
@@ -203,36 +203,7 @@ class WorldQAEnv(Environment):
         s = self.settings
         return list(shared_tasks(self.seed, s.n_entities, s.n_tasks, s.fractions())[split])
 
-    # -- episodes -----------------------------------------------------------------------------
-
-    def reset(self, task: Task) -> str:
-        self.task, self.session = task, self.tool.session()
-        self.steps, self.done, self.answer = 0, False, None
-        return task.question
-
-    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        if self.task is None or self.done:
-            return "The episode is over; call reset() for a new task.", 0.0, True, {"valid": False}
-        self.steps += 1
-        parsed = parse_action(action)
-        valid = parsed is not None and parsed.tool in TOOLS
-        info: dict[str, Any] = {"valid": valid, "steps": self.steps}
-        obs, reward = "", 0.0
-        if not valid:
-            what = f"Unknown tool {parsed.tool!r}" if parsed else f"Could not parse an action in {action[:80]!r}"
-            obs = f"{what}. Valid actions: search[query], lookup[keyword], finish[answer]."
-        elif parsed.tool == "finish":
-            self.done, self.answer = True, parsed.arg
-            info.update(self.score(self.task, parsed.arg), answer=parsed.arg)
-            reward = info["reward"]
-            obs = f"Episode finished, reward = {reward:g}"
-        else:
-            obs = getattr(self.session, parsed.tool)(parsed.arg)
-        if not self.done and self.steps >= int(self.settings.max_steps):
-            self.done = True
-            obs += f"\nStep limit reached ({self.settings.max_steps} actions); episode ended without an answer."
-            info.update(self.score(self.task, None))
-        return obs, reward, self.done, info
+    # -- what the episode loop (SearchEnvironment) asks of this env ----------------------------
 
     def describe_tools(self) -> str:
         return (

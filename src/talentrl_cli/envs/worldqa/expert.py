@@ -23,6 +23,7 @@ hallucinated value; it never looks up a correct answer.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from talentrl_cli.envs.worldqa.families import Family, parse_question
@@ -220,62 +221,75 @@ def op_chain(x: Expert, fam: Family, slots: dict[str, str]) -> None:
     _conclude(x, f"The {DESC[f2]} of {mid} is {value}.", value)
 
 
-def _two(x: Expert, fam: Family, slots: dict[str, str], field: str, intro: str):
-    """Fetch `field` for slots a and b (the shared first half of comparisons, gaps, same)."""
+Said = tuple[str, Any]  # (thought, answer) for a finish step
+
+
+def _two(x: Expert, fam: Family, slots: dict[str, str], field: str, intros: tuple[str, str],
+         early: Callable[[str, str], Said], conclude: Callable[[str, str, str, str], Said]) -> None:
+    """The shared plan of compare, gap and same: fetch `field` for slots a and b, then
+    finish with `conclude(a, b, value of a, value of b)`.
+
+    Each op differs only in its wording (`intros`, one drawn at random), in what it answers
+    when the premature-finish noise stops it after the first value (`early(a, value of a)`)
+    and in how it decides; a value not found makes the expert give up."""
+    intro = _say(x.rng, *intros)  # drawn before `corrupt`, so seeded trajectories stay stable
     ta, tb = fam.types[0], fam.types[-1]
     a, b = slots["a"], x.corrupt(slots["b"], tb)
     va = x.fetch(a, ta, field, intro)
     if va is None:
-        return a, b, None, None
+        return _conclude(x, "", None)
     if x.premature():
-        return a, b, va, "premature"
+        return x.finish(*early(a, va))
     vb = x.fetch(b, tb, field, _say(
         x.rng, f"The {DESC[field]} of {a} is {va}. Now I need the {DESC[field]} of {b}.",
         f"{a}: {va}. Next, search {b}."))
-    return a, b, va, vb
+    if vb is None:
+        return _conclude(x, "", None)
+    x.finish(*conclude(a, b, va, vb))
 
 
 def op_compare(x: Expert, fam: Family, slots: dict[str, str]) -> None:
     attr, direction = fam.fields
-    a, b, va, vb = _two(x, fam, slots, attr, _say(
-        x.rng, f"I need to search {slots['a']} and {slots['b']} and compare their {DESC[attr]}.",
-        f"To compare them I need the {DESC[attr]} of both. Let me search {slots['a']} first."))
-    if vb == "premature":
-        return x.finish(f"{a} has {DESC[attr]} {va}; that is probably the answer.", a)
-    if va is None or vb is None:
-        return _conclude(x, "", None)
-    na, nb = parse_number(va), parse_number(vb)
-    win = (a if na < nb else b) if direction == "min" else (a if na > nb else b)
-    word = "smaller" if direction == "min" else "larger"
-    x.finish(f"{a}: {va}, {b}: {vb}. The {word} {DESC[attr]} belongs to {win}, so the answer is "
-             f"{win}.", win)
+
+    def conclude(a: str, b: str, va: str, vb: str) -> Said:
+        na, nb = parse_number(va), parse_number(vb)
+        win = (a if na < nb else b) if direction == "min" else (a if na > nb else b)
+        word = "smaller" if direction == "min" else "larger"
+        return (f"{a}: {va}, {b}: {vb}. The {word} {DESC[attr]} belongs to {win}, so the "
+                f"answer is {win}.", win)
+
+    _two(x, fam, slots, attr, (
+        f"I need to search {slots['a']} and {slots['b']} and compare their {DESC[attr]}.",
+        f"To compare them I need the {DESC[attr]} of both. Let me search {slots['a']} first."),
+        lambda a, va: (f"{a} has {DESC[attr]} {va}; that is probably the answer.", a), conclude)
 
 
 def op_gap(x: Expert, fam: Family, slots: dict[str, str]) -> None:
     attr = fam.fields[0]
-    a, b, va, vb = _two(x, fam, slots, attr, _say(
-        x.rng, f"I need the {DESC[attr]} of {slots['a']} and of {slots['b']}, then the difference.",
-        f"Let me search {slots['a']} for the {DESC[attr]} first."))
-    if vb == "premature":
-        return x.finish(f"{a} has {DESC[attr]} {va}.", va)
-    if va is None or vb is None:
-        return _conclude(x, "", None)
-    gap = abs(parse_number(va) - parse_number(vb))
-    x.finish(f"{a}: {va}, {b}: {vb}. The difference is {gap} years.", gap)
+
+    def conclude(a: str, b: str, va: str, vb: str) -> Said:
+        gap = abs(parse_number(va) - parse_number(vb))
+        return f"{a}: {va}, {b}: {vb}. The difference is {gap} years.", gap
+
+    _two(x, fam, slots, attr, (
+        f"I need the {DESC[attr]} of {slots['a']} and of {slots['b']}, then the difference.",
+        f"Let me search {slots['a']} for the {DESC[attr]} first."),
+        lambda a, va: (f"{a} has {DESC[attr]} {va}.", va), conclude)
 
 
 def op_same(x: Expert, fam: Family, slots: dict[str, str]) -> None:
     field = fam.fields[0]
-    a, b, va, vb = _two(x, fam, slots, field, _say(
-        x.rng, f"I need the {DESC[field]} of {slots['a']} and of {slots['b']}, then check "
-        "whether they are the same.", f"Let me search {slots['a']} for the {DESC[field]}."))
-    if vb == "premature":
-        return x.finish(f"The {DESC[field]} of {a} is {va}. They are probably the same.", "yes")
-    if va is None or vb is None:
-        return _conclude(x, "", None)
-    same = va == vb
-    x.finish(f"{a}: {va}; {b}: {vb}. They are {'the same' if same else 'different'}, so the "
-             f"answer is {'yes' if same else 'no'}.", "yes" if same else "no")
+
+    def conclude(a: str, b: str, va: str, vb: str) -> Said:
+        same = va == vb
+        return (f"{a}: {va}; {b}: {vb}. They are {'the same' if same else 'different'}, so "
+                f"the answer is {'yes' if same else 'no'}.", "yes" if same else "no")
+
+    _two(x, fam, slots, field, (
+        f"I need the {DESC[field]} of {slots['a']} and of {slots['b']}, then check "
+        "whether they are the same.", f"Let me search {slots['a']} for the {DESC[field]}."),
+        lambda a, va: (f"The {DESC[field]} of {a} is {va}. They are probably the same.", "yes"),
+        conclude)
 
 
 def op_verify(x: Expert, fam: Family, slots: dict[str, str]) -> None:
