@@ -1,0 +1,231 @@
+"""The routing and ReAct protocol: the one place where turns are rendered and parsed.
+
+A talent-aware episode is one conversation (DESIGN §2):
+
+    system     the agent's instructions
+    user       routing turn: the task and the talent menu (name: one-line description)
+    assistant  <talent>NAME</talent>
+    user       execution context: the task, the chosen talent and its description, the
+               retrieved skills R(x, t)
+    assistant  Thought: ... / Action: tool[arg]
+    user       Observation: ...
+    assistant  ...                                   (until the final action)
+
+The flat SkillBank baseline drops the routing turn and the talent line (`talent=None`);
+`skills=none` also drops the skills. Observations are user turns, so assistant-only loss
+masks them. Rendering goes through the tokenizer's chat template (`render`), or
+`FALLBACK_TEMPLATE` when the tokenizer has none; `training_chat_template` gives the same
+rendering with `{% generation %}` markers, which TRL's assistant-only loss needs.
+
+The parsers (`parse_talent`, `parse_turn`) never raise on model output: junk gives a result
+with `ok=False` and an `error` saying why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+SYSTEM_PROMPT = ("You are an agent that solves tasks step by step with tools. "
+                 "First choose a talent (a strategy), then act.")
+FLAT_SYSTEM_PROMPT = "You are an agent that solves tasks step by step with tools."
+ROUTE_INSTRUCTION = "Choose the talent that fits this task. Answer with <talent>NAME</talent> only."
+ACT_INSTRUCTION = ("Solve the task. In each turn write 'Thought: ...' and then one "
+                   "'Action: tool[argument]'. The last action gives the answer.")
+
+# ChatML, as the tiny model, SmolLM2 and Qwen2.5 render a conversation that opens with a
+# system message; the training variant marks the assistant spans (content and <|im_end|>).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+CHATML_TRAINING_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'assistant' %}<|im_start|>assistant\n"
+    "{% generation %}{{ message['content'] }}<|im_end|>{% endgeneration %}{{ '\\n' }}"
+    "{% else %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+# For tokenizers without a chat template (base models): plain role headers, and the
+# tokenizer's eos token closes each assistant turn so the model learns to stop.
+FALLBACK_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'assistant' %}### Assistant:\n"
+    "{% generation %}{{ message['content'] }}{{ eos_token }}{% endgeneration %}{{ '\\n\\n' }}"
+    "{% else %}### {{ message['role'] | capitalize }}:\n{{ message['content'] }}\n\n{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}### Assistant:\n{% endif %}"
+)
+_TALENT_TAG = re.compile(r"<talent>\s*(.*?)\s*</talent>", re.IGNORECASE | re.DOTALL)
+_THOUGHT = re.compile(r"Thought(?:[ \t]*\d+)?[ \t]*:[ \t]*(.*?)(?=^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:|\Z)",
+                      re.IGNORECASE | re.DOTALL | re.MULTILINE)
+
+
+# -- building conversations ------------------------------------------------------------------
+
+
+def talent_answer(name: str) -> str:
+    return f"<talent>{name}</talent>"
+
+
+def routing_messages(task: str, talents: Sequence[Any]) -> list[dict[str, str]]:
+    """[system, user]: the task and the talent menu; the model answers `<talent>NAME</talent>`."""
+    menu = "\n".join(f"- {t.name}: {_one_line(t.description)}" for t in talents)
+    user = f"Task: {task.strip()}\n\nTalents:\n{menu}\n\n{ROUTE_INSTRUCTION}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def execution_context(task: str, talent: Any | None, skills: Sequence[Any] | None) -> str:
+    """The execution turn's user message: task, talent (unless flat), skills (unless none)."""
+    parts = [f"Task: {task.strip()}"]
+    if talent is not None:
+        parts.append(f"Talent: {talent.name}: {_one_line(talent.description)}")
+    if skills:
+        parts.append("Skills:\n" + "\n".join(f"{i}. {render_skill(s)}" for i, s in enumerate(skills, 1)))
+    parts.append(ACT_INSTRUCTION)
+    return "\n\n".join(parts)
+
+
+def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | None,
+                       history: Sequence[Any] = (), talents: Sequence[Any] | None = None,
+                       observe_last: bool = True) -> list[dict[str, str]]:
+    """The conversation up to the next execution turn.
+
+    `talents` given (talent-aware): the routing turn and its answer come first. `history`
+    holds steps with `thought`, `action`, `observation`; `observe_last=False` leaves out the
+    last step's observation (SFT targets end on the final action)."""
+    if talents is not None and talent is not None:
+        messages = routing_messages(task, talents)
+        messages.append({"role": "assistant", "content": talent_answer(talent.name)})
+    else:
+        messages = [{"role": "system", "content": SYSTEM_PROMPT if talent is not None else FLAT_SYSTEM_PROMPT}]
+    messages.append({"role": "user", "content": execution_context(task, talent, skills)})
+    for i, step in enumerate(history):
+        messages.append({"role": "assistant", "content": format_turn(step.thought, step.action)})
+        if observe_last or i < len(history) - 1:
+            messages.append({"role": "user", "content": format_observation(step.observation)})
+    return messages
+
+
+def format_turn(thought: str, action: str) -> str:
+    thought = (thought or "").strip()
+    return f"Thought: {thought}\nAction: {action.strip()}" if thought else f"Action: {action.strip()}"
+
+
+def format_observation(observation: str) -> str:
+    return f"Observation: {(observation or '').strip()}"
+
+
+def render_skill(skill: Any) -> str:
+    steps = "; ".join(s.strip().rstrip(".") for s in skill.steps)
+    return f"{skill.name}. When to use: {_one_line(skill.when_to_use)} Steps: {steps}."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def chat_template(tokenizer: Any) -> str:
+    """The tokenizer's chat template, or FALLBACK_TEMPLATE when it has none."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, Mapping):
+        template = template.get("default")
+    return template or FALLBACK_TEMPLATE
+
+
+def render(tokenizer: Any, messages: Sequence[Mapping[str, str]], add_generation_prompt: bool = False) -> str:
+    """The conversation as text, through the tokenizer's chat template (or the fallback)."""
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, chat_template=chat_template(tokenizer),
+                                         add_generation_prompt=add_generation_prompt)
+
+
+_PROBE = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+          {"role": "assistant", "content": "A"}, {"role": "user", "content": "O"},
+          {"role": "assistant", "content": "B"}]
+
+
+def training_chat_template(tokenizer: Any) -> str:
+    """A template that renders exactly like `chat_template(tokenizer)` and marks assistant
+    spans with `{% generation %}`: the tokenizer's own if it has markers, ChatML's when the
+    tokenizer renders ChatML, else TRL's training variant of a known template."""
+    from talentrl_cli.errors import ConfigError
+
+    template = chat_template(tokenizer)
+    if re.search(r"\{%-?\s*generation\s*-?%\}", template):
+        return template
+    rendered = render(tokenizer, _PROBE)
+    for plain, training in ((CHATML_TEMPLATE, CHATML_TRAINING_TEMPLATE),):
+        if rendered == tokenizer.apply_chat_template(_PROBE, tokenize=False, chat_template=plain):
+            return training
+    try:
+        from trl.chat_template_utils import get_training_chat_template
+
+        patched = get_training_chat_template(tokenizer)
+    except Exception:  # noqa: BLE001 - TRL raises for templates it does not know
+        patched = None
+    if patched:
+        return patched
+    raise ConfigError("the tokenizer's chat template has no {% generation %} markers and is not one "
+                      "talentrl or TRL knows how to mark", "set tokenizer.chat_template to a template "
+                      "with {% generation %}...{% endgeneration %} around assistant turns")
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TalentParse:
+    name: str | None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.name is not None
+
+
+@dataclass(frozen=True)
+class TurnParse:
+    thought: str
+    action: Any  # envs.search.Action or None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.action is not None
+
+
+def parse_talent(text: Any, names: Sequence[str]) -> TalentParse:
+    """The talent named in the first `<talent>...</talent>`, matched exactly, then ignoring
+    case and spacing; a failure (never an exception) for anything else."""
+    if not isinstance(text, str):
+        return TalentParse(None, f"not text: {type(text).__name__}")
+    found = _TALENT_TAG.search(text)
+    if found is None:
+        return TalentParse(None, "no <talent>NAME</talent> tag")
+    raw = found.group(1)
+    if raw in names:
+        return TalentParse(raw)
+    key = _talent_key(raw)
+    matches = [n for n in names if _talent_key(n) == key]
+    if len(matches) == 1:
+        return TalentParse(matches[0])
+    return TalentParse(None, f"unknown talent {raw[:80]!r}")
+
+
+def _talent_key(name: str) -> str:
+    return re.sub(r"[\s_-]+", " ", str(name)).strip().lower()
+
+
+def parse_turn(text: Any) -> TurnParse:
+    """A model's execution turn: its thought (may be empty) and its first action, parsed by
+    the shared ReAct grammar (`envs.search.parse_action`)."""
+    from talentrl_cli.envs.search import parse_action
+
+    if not isinstance(text, str):
+        return TurnParse("", None, f"not text: {type(text).__name__}")
+    found = _THOUGHT.search(text)
+    thought = _one_line(found.group(1)) if found else ""
+    action = parse_action(text)
+    return TurnParse(thought, action, "" if action is not None else "no Action: tool[argument]")
