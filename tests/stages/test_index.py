@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from mining.synthetic import synthetic_trajectories
 
 from talentrl_cli.artifacts import ArtifactStore
 from talentrl_cli.jsonl import write_jsonl
-
-from mining.synthetic import synthetic_trajectories  # noqa: I001
 
 
 @pytest.fixture

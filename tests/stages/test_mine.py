@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from mining.synthetic import synthetic_trajectories
 
 from talentrl_cli.artifacts import ArtifactStore
 from talentrl_cli.jsonl import write_jsonl
 from talentrl_cli.schema import Skill, Talent
-
-from mining.synthetic import synthetic_trajectories  # noqa: I001
 
 
 @pytest.fixture
@@ -30,7 +29,8 @@ def test_mine_writes_the_contract_files(run_cli, synthetic_file):
     code, out, err = _mine(run_cli, synthetic_file)
     assert code == 0, err
     artifact = ArtifactStore(run_cli.root).resolve(out.split()[-1])
-    assert set(artifact.manifest["files"]) == {"skills.jsonl", "talents.jsonl", "labels.jsonl", "report.md"}
+    assert set(artifact.manifest["files"]) == {"skills.jsonl", "talents.jsonl", "labels.jsonl", "trajectories.jsonl",
+                                                  "report.md"}
     skills = [Skill.model_validate_json(line) for line in (artifact.path / "skills.jsonl").open()]
     talents = [Talent.model_validate_json(line) for line in (artifact.path / "talents.jsonl").open()]
     labels = [json.loads(line) for line in (artifact.path / "labels.jsonl").open()]

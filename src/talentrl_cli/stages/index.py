@@ -28,8 +28,8 @@ def render_skill(skill: Any, template: str) -> str:
 
 
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    from talentrl_cli.jsonl import iter_jsonl
     from talentrl_cli.embedding import Embedder
+    from talentrl_cli.jsonl import iter_jsonl
     from talentrl_cli.schema import Skill, Talent
     from talentrl_cli.skillbank import SkillBank
 
