@@ -47,6 +47,9 @@ def load_source(source_cfg: Any, on_error: str, stats: ReadStats, seed: int) -> 
 def _generate_worldqa(source_cfg: Any, seed: int) -> list[Trajectory]:
     from talentrl_cli.envs.worldqa.env import generate_trajectories
 
+    if source_cfg.env.get("name") != "worldqa":
+        raise ConfigError(f"source=worldqa generates from the WorldQA env settings, but env={source_cfg.env.get('name')}",
+                          "use env=worldqa, or give trajectories with source.path=FILE")
     return generate_trajectories(source_cfg.env, split=str(source_cfg.split), n=int(source_cfg.n),
                                  noise=float(source_cfg.noise), seed=seed)
 
