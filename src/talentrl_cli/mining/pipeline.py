@@ -117,6 +117,8 @@ def write_outputs(out_dir: Path, result: MineResult) -> None:
          "membership": {names[c]: round(float(w), DIGITS)
                         for c, w in enumerate(result.fit.membership[i]) if w >= 10 ** -DIGITS}}
         for i, t in enumerate(result.trajectories)))
+    # the labelled successes themselves, so `sft` needs only this artifact
+    write_jsonl(out_dir / "trajectories.jsonl", result.trajectories)
 
 
 def metrics(result: MineResult, gold: list[str | None]) -> dict[str, Any]:

@@ -6,7 +6,8 @@
     talentrl mine source=alfworld_react source.path=../shared/data/alfworld/react_fewshot_trajectories.jsonl
 
 Writes `skills.jsonl`, `talents.jsonl` (weighted skills `w[t, s]`, exemplar tasks, support),
-`labels.jsonl` (one line per successful trajectory: its talent and membership) and
+`labels.jsonl` (one line per successful trajectory: its talent and membership),
+`trajectories.jsonl` (those successful trajectories, for `sft`) and
 `report.md`. Only successful trajectories yield skills; failures are counted in the report.
 """
 
