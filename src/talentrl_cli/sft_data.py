@@ -1,0 +1,85 @@
+"""The SFT dataset: one conversational example per labelled successful trajectory.
+
+    sft.mode=talent   routing turn (answer: the mined label) + execution turns with R(x, label)
+    sft.mode=flat     execution turns with flat retrieval R(x) (lam = 0, no talent), no routing turn
+    sft.mode=none     execution turns with no skills at all
+
+Inputs are artifacts only: the mine artifact's `labels.jsonl` and `trajectories.jsonl`, and
+the index artifact's SkillBank (queried with the task text, k and lam from `index.*`).
+Each example is `{"id", "talent", "skills", "messages"}`; `messages` goes to TRL, whose
+assistant-only loss trains the talent answer and the Thought/Action turns and masks the
+system prompt, the context and every observation (they are user turns). The examples are
+saved as `sft_data.jsonl` in the artifact, for audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from talentrl_cli.errors import ArtifactError, ConfigError
+
+MODES = ("talent", "flat", "none")
+DATA_FILE = "sft_data.jsonl"
+
+
+def load_labelled(mine: Any) -> list[tuple[Any, str]]:
+    """(trajectory, talent label) for every labelled successful trajectory, by id order."""
+    from talentrl_cli.jsonl import iter_jsonl
+    from talentrl_cli.schema import Trajectory
+
+    if "trajectories.jsonl" not in mine.manifest.get("files", {}):
+        raise ArtifactError(f"{mine.ref} has no trajectories.jsonl (made by an older talentrl)",
+                            "rerun it with `talentrl mine --force`")
+    by_id = {t.id: t for t in iter_jsonl(mine.file("trajectories.jsonl"), Trajectory)}
+    out = []
+    for label in iter_jsonl(mine.file("labels.jsonl")):
+        trajectory = by_id.get(label["trajectory_id"])
+        if trajectory is None:
+            raise ArtifactError(f"{mine.ref}: label for unknown trajectory {label['trajectory_id']!r}")
+        if trajectory.success and trajectory.steps:
+            out.append((trajectory, str(label["talent"])))
+    return sorted(out, key=lambda pair: pair[0].id)
+
+
+def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors: Any, mode: str,
+                   k: int, lam: float) -> list[dict[str, Any]]:
+    """The conversational examples for `mode`; `query_vectors[i]` embeds labelled[i]'s task."""
+    from talentrl_cli import prompts
+
+    if mode not in MODES:
+        raise ConfigError(f"sft.mode={mode!r} is not one of {', '.join(MODES)}")
+    talents = {t.name: t for t in bank.talents}
+    missing = sorted({label for _, label in labelled} - set(talents))
+    if mode == "talent" and missing:
+        raise ConfigError(f"labels name talents the index does not have: {', '.join(missing)}",
+                          "inputs.index must be built from inputs.mine")
+    hits = _retrieve(labelled, bank, query_vectors, mode, k, lam)
+    examples = []
+    for (trajectory, label), row in zip(labelled, hits, strict=True):
+        talent = talents[label] if mode == "talent" else None
+        skills = [bank.skill_by_id[h.skill_id] for h in row]
+        messages = prompts.execution_messages(
+            trajectory.task.question, talent, skills, trajectory.steps,
+            talents=bank.talents if mode == "talent" else None, observe_last=False)
+        examples.append({"id": trajectory.id, "talent": talent.name if talent else None,
+                         "skills": [s.id for s in skills], "messages": messages})
+    return examples
+
+
+def _retrieve(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors: Any, mode: str,
+              k: int, lam: float) -> list[list[Any]]:
+    if mode == "none" or not labelled or not bank.skills:
+        return [[] for _ in labelled]
+    if mode == "flat":
+        return bank.retrieve(query_vectors, None, k=k, lam=0.0)
+    return bank.retrieve(query_vectors, [label for _, label in labelled], k=k, lam=lam)
+
+
+def check_same_mine(mine: Any, index: Any) -> None:
+    """The index must have been built from this very mine artifact (talent names, skill ids)."""
+    built_from = index.manifest.get("inputs", {}).get("mine", {})
+    if built_from.get("digest") and built_from["digest"] != mine.digest:
+        raise ConfigError(f"inputs.index={index.ref} was built from {built_from.get('ref')}, "
+                          f"not inputs.mine={mine.ref}",
+                          f"pass inputs.mine={built_from.get('ref')} or rebuild the index from {mine.ref}")

@@ -1,0 +1,176 @@
+"""Training for `talentrl sft`: TRL's SFTTrainer with a PEFT LoRA adapter (or full fine-tuning).
+
+- Loss on assistant tokens only, by TRL (`assistant_only_loss=True`) with the tokenizer's
+  chat template swapped for its `{% generation %}`-marked twin (`prompts.training_chat_template`),
+  which renders identically; the artifact's tokenizer keeps that template.
+- CPU-safe defaults: fp32 unless the model config asks for bf16 *and* a GPU is present; no
+  gradient checkpointing unless the model config turns it on (the GPU presets do).
+- Checkpoints go to a persistent folder outside the staging folder (the stage passes it),
+  every `sft.save_steps` optimizer steps; `resume=True` continues from the last one.
+- The loss curve (TRL's log history) becomes `train_log.jsonl`, the manifest metrics, and
+  W&B's run when tracking is on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def last_checkpoint(folder: Path) -> Path | None:
+    found = [(int(m.group(1)), p) for p in folder.glob("checkpoint-*") if (m := CHECKPOINT.match(p.name))]
+    return max(found)[1] if found else None
+
+
+def train(cfg: Any, messages: list[list[dict[str, str]]], out_dir: Path, checkpoints: Path,
+          resume: bool = False) -> dict[str, Any]:
+    """Train on `messages` (one conversation per example); write the model artifact to `out_dir`."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from talentrl_cli import models, prompts
+
+    sft, model_cfg = cfg.sft, cfg.model
+    path = models.model_path(model_cfg)
+    tokenizer = models.load_tokenizer(model_cfg)
+    tokenizer.chat_template = prompts.training_chat_template(tokenizer)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_load_dtype(model_cfg),
+                                                 trust_remote_code=bool(model_cfg.get("trust_remote_code")))
+    check_lengths(tokenizer, messages, int(sft.max_length))
+    resume_from = last_checkpoint(checkpoints) if resume else None
+    trainer = SFTTrainer(model=model, args=SFTConfig(**training_args(cfg, checkpoints)),
+                         train_dataset=Dataset.from_list([{"messages": m} for m in messages]),
+                         processing_class=tokenizer, peft_config=_peft_config(cfg),
+                         callbacks=[_wandb_callback()])
+    started = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    seconds = time.perf_counter() - started
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    metrics = _metrics(trainer, result, history, seconds, resume_from)
+    if trainer.accelerator.is_main_process:
+        save_artifact(trainer, tokenizer, cfg, path, out_dir)
+    trainer.accelerator.wait_for_everyone()
+    return metrics
+
+
+def check_lengths(tokenizer: Any, messages: list[list[dict[str, str]]], max_length: int) -> None:
+    """TRL truncates examples to `max_length` tokens and drops those left with no assistant
+    token; refuse up front, with a hint, when that would drop every example."""
+    from talentrl_cli.errors import ConfigError
+
+    def first_target_end(conversation: list[dict[str, str]]) -> int:
+        first = next(i for i, m in enumerate(conversation) if m["role"] == "assistant")
+        return len(tokenizer.apply_chat_template(conversation[: first + 1], tokenize=True, return_dict=True)["input_ids"])
+
+    shortest = min(first_target_end(m) for m in messages)
+    if shortest > max_length:
+        raise ConfigError(f"sft.max_length={max_length} cuts every example before its first assistant "
+                          f"turn (the shortest needs {shortest} tokens)", f"raise it, e.g. sft.max_length={2 * shortest}")
+
+
+def training_args(cfg: Any, checkpoints: Path) -> dict[str, Any]:
+    import torch
+
+    sft, model_cfg = cfg.sft, cfg.model
+    gpu = torch.cuda.is_available()
+    bf16 = gpu and str(model_cfg.get("dtype")) == "bfloat16"
+    return dict(
+        output_dir=str(checkpoints), num_train_epochs=float(sft.epochs), max_steps=int(sft.max_steps),
+        learning_rate=float(sft.lr), per_device_train_batch_size=int(sft.batch_size),
+        gradient_accumulation_steps=int(sft.grad_accum), max_length=int(sft.max_length),
+        warmup_steps=int(sft.warmup_steps), lr_scheduler_type=str(sft.scheduler),
+        assistant_only_loss=True, packing=False, bf16=bf16, fp16=False, use_cpu=not gpu,
+        activation_checkpointing=bool(model_cfg.get("gradient_checkpointing")),
+        logging_steps=int(sft.logging_steps), logging_first_step=True,
+        save_strategy="steps", save_steps=int(sft.save_steps), save_total_limit=int(sft.save_total_limit),
+        report_to="none", seed=int(cfg.seed), data_seed=int(cfg.seed), disable_tqdm=True,
+        dataloader_num_workers=0, dataset_num_proc=None,
+        ddp_find_unused_parameters=False,
+    )
+
+
+def _load_dtype(model_cfg: Any) -> Any:
+    import torch
+
+    from talentrl_cli.models import torch_dtype
+
+    dtype = torch_dtype(model_cfg)
+    if dtype in (torch.bfloat16, torch.float16) and not torch.cuda.is_available():
+        return torch.float32  # half precision training on a CPU is slow or unsupported
+    return dtype
+
+
+def _peft_config(cfg: Any) -> Any:
+    if bool(cfg.sft.full_finetune):
+        return None
+    from peft import LoraConfig
+
+    from talentrl_cli.models import lora_settings
+
+    return LoraConfig(**lora_settings(cfg.model))
+
+
+def _metrics(trainer: Any, result: Any, history: list[dict[str, Any]], seconds: float,
+             resume_from: Path | None) -> dict[str, Any]:
+    lengths = trainer.train_dataset["input_ids"]
+    tokens_per_epoch = sum(len(ids) for ids in lengths)
+    steps_done = trainer.state.global_step - (_step_of(resume_from) if resume_from else 0)
+    epochs_done = steps_done / max(1, trainer.state.max_steps) * trainer.state.num_train_epochs
+    tokens = tokens_per_epoch * epochs_done
+    trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    return {
+        "n_examples": len(lengths), "tokens_per_epoch": tokens_per_epoch,
+        "steps": trainer.state.global_step, "epochs": round(float(trainer.state.epoch or 0), 3),
+        "loss_start": round(history[0]["loss"], 4) if history else None,
+        "loss_end": round(history[-1]["loss"], 4) if history else None,
+        "train_loss": round(float(result.training_loss), 4),
+        "loss_curve": [[int(h["step"]), round(float(h["loss"]), 4)] for h in history],
+        "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1) if seconds else None,
+        "trainable_params": trainable, "resumed_from": resume_from.name if resume_from else None,
+        "world_size": trainer.accelerator.num_processes,
+    }
+
+
+def _step_of(checkpoint: Path) -> int:
+    match = CHECKPOINT.match(checkpoint.name)
+    return int(match.group(1)) if match else 0
+
+
+def save_artifact(trainer: Any, tokenizer: Any, cfg: Any, base_path: str, out_dir: Path) -> None:
+    """A standard PEFT adapter (or full model) + tokenizer at the artifact's root,
+    `base_model.json`, `train_log.jsonl`, and `merged/` when `sft.merge` is on."""
+    from talentrl_cli.jsonl import write_jsonl
+
+    model = trainer.model
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    base = {"kind": str(cfg.model.kind), "name_or_path": cfg.model.get("name_or_path"), "path": base_path,
+            "adapter": not bool(cfg.sft.full_finetune), "dtype": str(cfg.model.get("dtype"))}
+    (out_dir / "base_model.json").write_text(json.dumps(base, indent=2, sort_keys=True) + "\n")
+    write_jsonl(out_dir / "train_log.jsonl", trainer.state.log_history)
+    if bool(cfg.sft.merge):
+        merged = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
+        merged.save_pretrained(out_dir / "merged")
+        tokenizer.save_pretrained(out_dir / "merged")
+
+
+def _wandb_callback() -> Any:
+    """Logs the loss curve to the stage's W&B run, when the runner opened one."""
+    from transformers import TrainerCallback
+
+    class WandbLoss(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            wandb = sys.modules.get("wandb")
+            run = getattr(wandb, "run", None) if wandb else None
+            if run is not None and logs and state.is_world_process_zero:
+                run.log({f"sft/{k}": v for k, v in logs.items() if isinstance(v, int | float)},
+                        step=state.global_step)
+
+    return WandbLoss()

@@ -1,0 +1,102 @@
+"""`talentrl sft`: talent-aware supervised fine-tuning with TRL's SFTTrainer and a PEFT LoRA adapter.
+
+    talentrl sft                                        # inputs.mine=mine:latest inputs.index=index:latest, model=tiny
+    talentrl sft model=smollm2 sft.epochs=2 sft.lr=1e-4 sft.mode=flat
+    talentrl sft sft.full_finetune=true sft.merge=true  # full fine-tuning; merged/ export
+    talentrl sft sft.resume=true                        # continue an interrupted run from its last checkpoint
+    accelerate launch --num_processes 2 --cpu -m talentrl_cli sft model=tiny   # data-parallel (gloo)
+
+One example per labelled successful trajectory of the mine artifact: the routing turn
+(answer: its mined talent) and its ReAct turns with `R(x, label)` from the index artifact in
+context (`sft.mode=flat`: flat retrieval, no routing turn; `sft.mode=none`: no skills). Loss is
+on assistant tokens only; observations are user turns and are masked (see `sft_data`,
+`sft_train`, `prompts`).
+
+The artifact: a standard PEFT adapter at its root (`adapter_config.json`,
+`adapter_model.safetensors`; `sft.full_finetune=true` writes the full model instead), the
+tokenizer, `base_model.json` (the base model's kind, id and local path), `train_log.jsonl`
+(TRL's log history), `sft_data.jsonl` (the examples, for audit) and, with `sft.merge=true`,
+`merged/`. Load it with `PeftModel.from_pretrained(base, artifact_path)`.
+
+Checkpoints live outside the run's staging folder, in
+`<artifacts root>/.checkpoints/sft/<key>/checkpoint-N/`, where `<key>` hashes the config
+(without `sft.resume`) and the input digests, so `sft.resume=true` with the same overrides
+finds them. A run that does not resume starts that folder afresh; a finished run deletes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from talentrl_cli.stages import Stage, register_stage
+
+
+def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    from talentrl_cli import sft_data, sft_train
+    from talentrl_cli.jsonl import write_jsonl
+
+    examples = build_dataset(cfg, inputs["mine"], inputs["index"])
+    write_jsonl(out_dir / sft_data.DATA_FILE, examples)
+    checkpoints = checkpoint_dir(out_dir, cfg, inputs)
+    resume = bool(cfg.sft.resume)
+    if resume and sft_train.last_checkpoint(checkpoints) is None:
+        print(f"sft: no checkpoint under {checkpoints}; starting from scratch", file=sys.stderr)
+    if not resume and _is_main_process():
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    metrics = sft_train.train(cfg, [e["messages"] for e in examples], out_dir, checkpoints, resume)
+    metrics["mode"] = str(cfg.sft.mode)
+    if not _is_main_process():
+        raise SystemExit(0)  # data-parallel workers: rank 0 alone publishes the artifact
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    return metrics
+
+
+def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
+    from talentrl_cli import sft_data
+    from talentrl_cli.embedding import Embedder
+    from talentrl_cli.errors import DataError
+    from talentrl_cli.skillbank import SkillBank
+
+    sft_data.check_same_mine(mine, index)
+    labelled = sft_data.load_labelled(mine)
+    if int(cfg.sft.max_examples) > 0:
+        labelled = labelled[: int(cfg.sft.max_examples)]
+    if not labelled:
+        raise DataError(f"{mine.ref} has no labelled successful trajectory to train on")
+    embedder = Embedder.from_config(cfg.embedder)
+    bank = SkillBank.load(index.path, embedder.identity(), int(cfg.index.oversample))
+    vectors = embedder.encode([t.task.question for t, _ in labelled]) if cfg.sft.mode != "none" else None
+    return sft_data.build_examples(labelled, bank, vectors, str(cfg.sft.mode), int(cfg.index.k),
+                                   float(cfg.index.lam))
+
+
+def checkpoint_dir(out_dir: Path, cfg: Any, inputs: dict[str, Any]) -> Path:
+    """`<root>/.checkpoints/sft/<key>`: the staging folder is `<root>/sft/<tmp>`."""
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.to_container(cfg, resolve=True)
+    config["sft"].pop("resume", None)
+    digests = {name: artifact.digest for name, artifact in sorted(inputs.items())}
+    key = hashlib.sha256(json.dumps([config, digests], sort_keys=True).encode()).hexdigest()[:16]
+    return out_dir.resolve().parent.parent / ".checkpoints" / "sft" / key
+
+
+def _is_main_process() -> bool:
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+STAGE = register_stage(Stage(
+    name="sft",
+    run=run,
+    summary="Talent-aware supervised fine-tuning (TRL SFTTrainer, PEFT LoRA by default).",
+    example="talentrl sft model=smollm2 sft.mode=talent sft.epochs=2 sft.lr=1e-4",
+    inputs={"mine": ("mine",), "index": ("index",)},
+    sections=("seed", "sft", "model", "index", "embedder"),
+))
