@@ -12,7 +12,7 @@ from mining.synthetic import synthetic_trajectories
 from talentrl_cli.artifacts import ArtifactStore
 from talentrl_cli.jsonl import write_jsonl
 
-FAST = ("sft.max_examples=8", "sft.batch_size=4", "sft.max_length=2048", "sft.logging_steps=1", "index.k=2")
+FAST = ("sft.max_examples=4", "sft.batch_size=2", "sft.max_length=2048", "sft.logging_steps=1", "index.k=1")
 
 
 @pytest.fixture(scope="module")
@@ -50,35 +50,60 @@ def test_sft_trains_a_peft_adapter_that_loads_and_generates(run_cli, indexed):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    artifact = _sft(run_cli, "sft.max_steps=3")
+    artifact = _sft(run_cli, "sft.max_steps=2")
     files = set(artifact.manifest["files"])
     assert {"adapter_config.json", "adapter_model.safetensors", "base_model.json", "train_log.jsonl",
             "sft_data.jsonl", "tokenizer.json", "tokenizer_config.json"} <= files
     metrics = artifact.manifest["metrics"]
-    assert metrics["steps"] == 3 and len(metrics["loss_curve"]) == 3 and metrics["tokens_per_s"] > 0
-    assert metrics["loss_start"] > 0 and metrics["n_examples"] == 8
+    assert metrics["steps"] == 2 and len(metrics["loss_curve"]) == 2 and metrics["tokens_per_s"] > 0
+    assert metrics["loss_start"] > 0 and metrics["n_examples"] == 4 and metrics["mode"] == "talent"
     base_info = json.loads((artifact.path / "base_model.json").read_text())
-    base = AutoModelForCausalLM.from_pretrained(base_info["path"])
-    model = PeftModel.from_pretrained(base, artifact.path)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_info["path"]), artifact.path)
     tokenizer = AutoTokenizer.from_pretrained(artifact.path)
     prompt = tokenizer.apply_chat_template(_examples(artifact)[0]["messages"][:2], tokenize=False,
                                            add_generation_prompt=True)
     ids = tokenizer(prompt, return_tensors="pt").input_ids
     out = model.generate(ids, max_new_tokens=5, do_sample=False)
     assert out.shape[1] > ids.shape[1]
+    assert not list((run_cli.root / ".checkpoints" / "sft").glob("*/checkpoint-*"))  # a finished run cleans up
 
 
-def test_sft_dataset_modes(run_cli, indexed):
-    talent = _examples(_sft(run_cli, "sft.max_steps=1"))
-    assert all(e["talent"] and e["skills"] for e in talent)
-    first = talent[0]["messages"]
-    assert first[2] == {"role": "assistant", "content": f"<talent>{talent[0]['talent']}</talent>"}
+@pytest.fixture
+def inputs(run_cli, indexed):
+    store = ArtifactStore(run_cli.root)
+    return store.resolve("mine:v1"), store.resolve("index:v1")
+
+
+def _dataset(inputs, *overrides):
+    from talentrl_cli.config import compose
+    from talentrl_cli.stages.sft import build_dataset
+
+    return build_dataset(compose([*FAST, *overrides]), *inputs)
+
+
+def test_talent_mode_routes_then_acts_with_the_labels_skills(inputs):
+    examples = _dataset(inputs)
+    labels = {json.loads(line)["trajectory_id"]: json.loads(line)["talent"]
+              for line in inputs[0].file("labels.jsonl").open()}
+    assert len(examples) == 4 and all(e["talent"] == labels[e["id"]] and len(e["skills"]) == 1 for e in examples)
+    first = examples[0]["messages"]
+    assert [m["role"] for m in first[:4]] == ["system", "user", "assistant", "user"]
+    assert first[2]["content"] == f"<talent>{examples[0]['talent']}</talent>"
+    assert "Talents:" in first[1]["content"] and "Skills:" in first[3]["content"]
     assert all(m["content"].startswith("Observation: ") for m in first[5::2])
     assert first[-1]["role"] == "assistant" and "respond[" in first[-1]["content"]
-    flat = _examples(_sft(run_cli, "sft.max_steps=1", "sft.mode=flat"))
+
+
+def test_flat_and_none_modes(inputs):
+    flat = _dataset(inputs, "sft.mode=flat")
     assert all(e["talent"] is None and e["skills"] for e in flat)
-    assert all("<talent>" not in m["content"] for e in flat for m in e["messages"])
-    none = _examples(_sft(run_cli, "sft.max_steps=1", "sft.mode=none"))
+    assert all("<talent>" not in m["content"] and "Talent" not in m["content"] for e in flat for m in e["messages"])
+    none = _dataset(inputs, "sft.mode=none")
     assert all(not e["skills"] and "Skills:" not in e["messages"][1]["content"] for e in none)
+
+
+def test_bad_mode_and_too_short_max_length_are_user_errors(run_cli, indexed):
     code, _, err = run_cli("sft", "sft.mode=bogus")
     assert code == 1 and "sft.mode" in err
+    code, _, err = run_cli("sft", *FAST, "sft.max_length=16")
+    assert code == 1 and "sft.max_length=16" in err
