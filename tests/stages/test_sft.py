@@ -107,3 +107,38 @@ def test_bad_mode_and_too_short_max_length_are_user_errors(run_cli, indexed):
     assert code == 1 and "sft.mode" in err
     code, _, err = run_cli("sft", *FAST, "sft.max_length=16")
     assert code == 1 and "sft.max_length=16" in err
+
+
+def test_resume_continues_from_the_last_checkpoint(run_cli, indexed, monkeypatch):
+    from transformers import TrainerCallback
+
+    from talentrl_cli import sft_train
+
+    class Interrupt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(sft_train, "_wandb_callback", Interrupt)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_cli("sft", *FAST, "sft.max_steps=4", "sft.save_steps=2")
+    assert [p.name for p in (run_cli.root / ".checkpoints" / "sft").glob("*/checkpoint-*")] == ["checkpoint-2"]
+    assert not (run_cli.root / "sft" / "latest").exists()  # the crash published nothing
+    monkeypatch.undo()
+    resumed = _sft(run_cli, "sft.max_steps=4", "sft.save_steps=2", "sft.resume=true")
+    metrics = resumed.manifest["metrics"]
+    assert metrics["resumed_from"] == "checkpoint-2" and metrics["steps"] == 4
+    assert [step for step, _ in metrics["loss_curve"]] == [1, 2, 3, 4]
+
+
+def test_full_finetune_and_merged_export(run_cli, indexed):
+    from transformers import AutoModelForCausalLM
+
+    full = _sft(run_cli, "sft.max_steps=1", "sft.full_finetune=true")
+    files = set(full.manifest["files"])
+    assert "model.safetensors" in files and "adapter_config.json" not in files
+    assert full.manifest["metrics"]["trainable_params"] > 50_000
+    merged = _sft(run_cli, "sft.max_steps=1", "sft.merge=true")
+    assert {"adapter_model.safetensors", "merged/model.safetensors", "merged/tokenizer.json"} <= set(merged.manifest["files"])
+    model = AutoModelForCausalLM.from_pretrained(merged.path / "merged")
+    assert not any("lora" in name for name, _ in model.named_parameters())
