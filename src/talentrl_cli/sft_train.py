@@ -120,13 +120,13 @@ def _peft_config(cfg: Any) -> Any:
 def _metrics(trainer: Any, result: Any, history: list[dict[str, Any]], seconds: float,
              resume_from: Path | None) -> dict[str, Any]:
     lengths = trainer.train_dataset["input_ids"]
-    tokens_per_epoch = sum(len(ids) for ids in lengths)
-    steps_done = trainer.state.global_step - (_step_of(resume_from) if resume_from else 0)
-    epochs_done = steps_done / max(1, trainer.state.max_steps) * trainer.state.num_train_epochs
-    tokens = tokens_per_epoch * epochs_done
+    # TRL's cumulative `num_tokens` (input tokens, summed over processes) at the end and at the resume point
+    seen = [(int(h["step"]), float(h["num_tokens"])) for h in trainer.state.log_history if "num_tokens" in h]
+    start = _step_of(resume_from) if resume_from else 0
+    tokens = (seen[-1][1] - max([n for s, n in seen if s <= start], default=0.0)) if seen else 0.0
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     return {
-        "n_examples": len(lengths), "tokens_per_epoch": tokens_per_epoch,
+        "n_examples": len(lengths), "tokens_per_epoch": sum(len(ids) for ids in lengths), "tokens": int(tokens),
         "steps": trainer.state.global_step, "epochs": round(float(trainer.state.epoch or 0), 3),
         "loss_start": round(history[0]["loss"], 4) if history else None,
         "loss_end": round(history[-1]["loss"], 4) if history else None,

@@ -142,3 +142,31 @@ def test_full_finetune_and_merged_export(run_cli, indexed):
     assert {"adapter_model.safetensors", "merged/model.safetensors", "merged/tokenizer.json"} <= set(merged.manifest["files"])
     model = AutoModelForCausalLM.from_pretrained(merged.path / "merged")
     assert not any("lora" in name for name, _ in model.named_parameters())
+
+
+@pytest.mark.slow
+def test_two_process_data_parallel_cpu_run_gives_the_same_artifact_format(run_cli, indexed):
+    """`accelerate launch --multi_gpu --num_processes 2` on a CPU-only machine: torchrun + gloo.
+    (`accelerate launch --cpu --num_processes 2` starts a single process in accelerate 1.15
+    unless an mpirun hostfile is configured.)"""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    single = _sft(run_cli, "sft.max_steps=2", "sft.batch_size=1")
+    accelerate = Path(sys.executable).with_name("accelerate")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    proc = subprocess.run(
+        [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+         "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
+         "-m", "talentrl_cli", "--artifacts-root", str(run_cli.root), "sft", "--force", *FAST,
+         "sft.max_steps=2", "sft.batch_size=1"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ref = proc.stdout.split()[-1]
+    parallel = ArtifactStore(run_cli.root).resolve(ref)
+    assert set(parallel.manifest["files"]) == set(single.manifest["files"])
+    metrics = parallel.manifest["metrics"]
+    assert metrics["world_size"] == 2 and metrics["epochs"] == 1.0  # 2 steps x 2 processes x batch 1 = 4 examples
+    assert sorted(p.name for p in (run_cli.root / "sft").iterdir() if p.name.startswith("v")) == ["v1", "v2"]

@@ -4,7 +4,7 @@
     talentrl sft model=smollm2 sft.epochs=2 sft.lr=1e-4 sft.mode=flat
     talentrl sft sft.full_finetune=true sft.merge=true  # full fine-tuning; merged/ export
     talentrl sft sft.resume=true                        # continue an interrupted run from its last checkpoint
-    accelerate launch --num_processes 2 --cpu -m talentrl_cli sft model=tiny   # data-parallel (gloo)
+    accelerate launch --multi_gpu --num_processes 2 -m talentrl_cli sft   # data-parallel; gloo on a CPU-only machine
 
 One example per labelled successful trajectory of the mine artifact: the routing turn
 (answer: its mined talent) and its ReAct turns with `R(x, label)` from the index artifact in
@@ -17,6 +17,13 @@ The artifact: a standard PEFT adapter at its root (`adapter_config.json`,
 tokenizer, `base_model.json` (the base model's kind, id and local path), `train_log.jsonl`
 (TRL's log history), `sft_data.jsonl` (the examples, for audit) and, with `sft.merge=true`,
 `merged/`. Load it with `PeftModel.from_pretrained(base, artifact_path)`.
+
+Several processes: under `accelerate launch` or `torchrun` TRL trains data-parallel (DDP;
+gloo when no GPU is present); every rank builds the dataset, rank 0 alone saves and
+publishes, the other ranks exit 0 after training. The artifact has the same format, with
+`world_size` in its metrics. On a CPU-only machine launch with `--multi_gpu` (it means
+"torchrun"): accelerate 1.15's `accelerate launch --cpu --num_processes 2` starts a single
+process unless an mpirun hostfile is configured. `torchrun --nproc_per_node 2 -m talentrl_cli sft` also works.
 
 Checkpoints live outside the run's staging folder, in
 `<artifacts root>/.checkpoints/sft/<key>/checkpoint-N/`, where `<key>` hashes the config
