@@ -76,10 +76,12 @@ def _stage_command(stage: Stage):
         force: Annotated[bool, typer.Option("--force", help="Rerun even if a matching artifact exists.")] = False,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the resolved config and inputs; run nothing.")] = False,
         overrides: OverridesArg = None,
+        **flags: bool,
     ) -> None:
         from talentrl_cli.runner import execute_stage
 
-        result = execute_stage(stage.name, overrides or [], _store(), force=force,
+        extra = [stage.flags[name][0] for name, on in flags.items() if on]
+        result = execute_stage(stage.name, [*extra, *(overrides or [])], _store(), force=force,
                                dry_run=dry_run, log=_stderr)
         if dry_run:
             _print_plan(result.plan)
@@ -87,6 +89,21 @@ def _stage_command(stage: Stage):
         print(result.artifact.ref)
 
     command.__doc__ = stage.summary
+    return _with_flags(command, stage)
+
+
+def _with_flags(command: Any, stage: Stage) -> Any:
+    """Declare each of the stage's `flags` as a boolean `--NAME` option of its command."""
+    import inspect
+
+    signature = inspect.signature(command, eval_str=True)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    for name, (override, help_) in stage.flags.items():
+        option = Annotated[bool, typer.Option(f"--{name}", help=f"{help_} (same as {override})")]
+        params.insert(-1, inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False,
+                                            annotation=option))
+        command.__annotations__[name] = option
+    command.__signature__ = signature.replace(parameters=params)
     return command
 
 

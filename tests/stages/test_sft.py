@@ -12,7 +12,7 @@ from mining.synthetic import synthetic_trajectories
 from talentrl_cli.artifacts import ArtifactStore
 from talentrl_cli.jsonl import write_jsonl
 
-FAST = ("sft.max_examples=4", "sft.batch_size=2", "sft.max_length=2048", "sft.logging_steps=1", "index.k=1")
+FAST = ("sft.max_examples=4", "sft.batch_size=1", "sft.max_length=2048", "sft.logging_steps=1", "index.k=1")
 
 
 @pytest.fixture(scope="module")
@@ -116,19 +116,22 @@ def test_resume_continues_from_the_last_checkpoint(run_cli, indexed, monkeypatch
 
     class Interrupt(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == 3:
+            if state.global_step == 2:
                 raise RuntimeError("simulated crash")
 
     monkeypatch.setattr(sft_train, "_wandb_callback", Interrupt)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_cli("sft", *FAST, "sft.max_steps=4", "sft.save_steps=2")
-    assert [p.name for p in (run_cli.root / ".checkpoints" / "sft").glob("*/checkpoint-*")] == ["checkpoint-2"]
+        run_cli("sft", *FAST, "sft.max_steps=3", "sft.save_steps=1")
+    assert [p.name for p in (run_cli.root / ".checkpoints" / "sft").glob("*/checkpoint-*")] == ["checkpoint-1"]
     assert not (run_cli.root / "sft" / "latest").exists()  # the crash published nothing
     monkeypatch.undo()
-    resumed = _sft(run_cli, "sft.max_steps=4", "sft.save_steps=2", "sft.resume=true")
+    code, out, err = run_cli("sft", "--resume", *FAST, "sft.max_steps=3", "sft.save_steps=1")
+    assert code == 0, err
+    resumed = ArtifactStore(run_cli.root).resolve(out.split()[-1])
+    assert resumed.manifest["config"]["sft"]["resume"] is True
     metrics = resumed.manifest["metrics"]
-    assert metrics["resumed_from"] == "checkpoint-2" and metrics["steps"] == 4
-    assert [step for step, _ in metrics["loss_curve"]] == [1, 2, 3, 4]
+    assert metrics["resumed_from"] == "checkpoint-1" and metrics["steps"] == 3
+    assert [step for step, _ in metrics["loss_curve"]] == [1, 2, 3]
 
 
 def test_full_finetune_and_merged_export(run_cli, indexed):
@@ -154,14 +157,14 @@ def test_two_process_data_parallel_cpu_run_gives_the_same_artifact_format(run_cl
     import sys
     from pathlib import Path
 
-    single = _sft(run_cli, "sft.max_steps=2", "sft.batch_size=1")
+    single = _sft(run_cli, "sft.max_steps=2")
     accelerate = Path(sys.executable).with_name("accelerate")
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     proc = subprocess.run(
         [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
          "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
          "-m", "talentrl_cli", "--artifacts-root", str(run_cli.root), "sft", "--force", *FAST,
-         "sft.max_steps=2", "sft.batch_size=1"],
+         "sft.max_steps=2"],
         env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ref = proc.stdout.split()[-1]

@@ -37,6 +37,8 @@ class Stage:
     optional_inputs: frozenset[str] = frozenset()
     # top-level config sections the stage reads; they form its manifest config and hash
     sections: tuple[str, ...] = ("seed",)
+    # extra boolean CLI flags, each a shorthand for one override: {"resume": ("sft.resume=true", help)}
+    flags: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 STAGES: Registry[Stage] = Registry("stage")

@@ -3,7 +3,7 @@
     talentrl sft                                        # inputs.mine=mine:latest inputs.index=index:latest, model=tiny
     talentrl sft model=smollm2 sft.epochs=2 sft.lr=1e-4 sft.mode=flat
     talentrl sft sft.full_finetune=true sft.merge=true  # full fine-tuning; merged/ export
-    talentrl sft sft.resume=true                        # continue an interrupted run from its last checkpoint
+    talentrl sft --resume                               # continue an interrupted run (= sft.resume=true)
     accelerate launch --multi_gpu --num_processes 2 -m talentrl_cli sft   # data-parallel; gloo on a CPU-only machine
 
 One example per labelled successful trajectory of the mine artifact: the routing turn
@@ -106,4 +106,5 @@ STAGE = register_stage(Stage(
     example="talentrl sft model=smollm2 sft.mode=talent sft.epochs=2 sft.lr=1e-4",
     inputs={"mine": ("mine",), "index": ("index",)},
     sections=("seed", "sft", "model", "index", "embedder"),
+    flags={"resume": ("sft.resume=true", "Continue from the last checkpoint of this config and inputs")},
 ))
