@@ -1,0 +1,258 @@
+"""Generation backends behind one interface: `generate` token ids and `score` continuations.
+
+The rollout engine (`talentrl_cli.rollout`) and so eval and RL only talk to a `Backend`:
+
+- `generate(prompts, seeds, params)`: one completion per prompt (token ids, not text, so
+  the transcript keeps exactly the tokens the policy sampled). Each row samples from its
+  own `torch.Generator` seeded with `seeds[i]`, so a row's tokens do not depend on which
+  other rows share its batch: the rollout engine seeds rows from (task, rollout, step), which
+  gives common random numbers across talents (DESIGN §2) and batch-size-invariant greedy
+  decoding.
+- `score(prompts, continuations)`: the summed log-probability of each continuation after its
+  prompt, teacher-forced in batched forward passes. Routing uses it to get pi_route(t | x)
+  exactly over every talent label.
+
+`HFBackend` (default) runs a transformers causal LM with left padding and a KV cache. Rows
+that finished keep their slot (pad tokens) until the whole batch stops; callers send only the
+episodes still running. `VLLMBackend` is used when vLLM is installed and a GPU is present
+(`make_backend(kind="auto")`); it is import-guarded so CPU machines never import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from talentrl_cli.registry import Registry
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Decoding settings shared by every backend; temperature 0 means greedy."""
+
+    max_new_tokens: int = 96
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()  # stop strings, checked on the decoded completion
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+
+@dataclass
+class Completion:
+    token_ids: list[int]
+    text: str
+    finish: str  # eos | stop | length
+    logprobs: list[float] = field(default_factory=list)  # of the chosen tokens
+
+
+class Backend(Protocol):
+    tokenizer: Any
+
+    def generate(self, prompts: Sequence[Sequence[int]], seeds: Sequence[int],
+                 params: SamplingParams) -> list[Completion]: ...
+
+    def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[float]: ...
+
+
+BACKENDS: Registry[Any] = Registry("generation backend")
+
+
+def make_backend(model: Any, tokenizer: Any, kind: str = "hf", batch_size: int = 16) -> Backend:
+    """`kind=auto` picks vLLM when it is installed and a GPU is present, else HF."""
+    if kind == "auto":
+        kind = "vllm" if vllm_available() else "hf"
+    return BACKENDS.get(kind)(model, tokenizer, batch_size=batch_size)
+
+
+def vllm_available() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@BACKENDS.register("hf")
+class HFBackend:
+    """A transformers causal LM: left-padded batches, KV cache, per-row generators."""
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16):
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, max(1, int(batch_size))
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def generate(self, prompts: Sequence[Sequence[int]], seeds: Sequence[int],
+                 params: SamplingParams) -> list[Completion]:
+        out: list[Completion] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = slice(start, start + self.batch_size)
+            out.extend(self._generate_batch(prompts[chunk], seeds[chunk], params))
+        return out
+
+    def _generate_batch(self, prompts: Sequence[Sequence[int]], seeds: Sequence[int],
+                        params: SamplingParams) -> list[Completion]:
+        import torch
+
+        ids, mask = left_pad(prompts, self.pad_id, self.device)
+        gens = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
+        rows = [_Row() for _ in prompts]
+        cache, step_ids = None, ids
+        with torch.inference_mode():
+            for _ in range(params.max_new_tokens):
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
+                result = self.model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
+                                    cache=cache, use_cache=True)
+                cache = result.cache
+                logits = result.logits[:, -1, :].float()
+                chosen = self._pick(logits, gens, rows, params)
+                if all(r.finish for r in rows):
+                    break
+                step_ids = chosen.unsqueeze(1).to(self.device)
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        return [r.completion(self.tokenizer) for r in rows]
+
+    def _pick(self, logits: Any, gens: list[Any], rows: list[_Row], params: SamplingParams) -> Any:
+        """Choose each running row's next token; finished rows get the pad token."""
+        import torch
+
+        logp = torch.log_softmax(logits, dim=-1)
+        chosen = torch.full((len(rows),), self.pad_id, dtype=torch.long)
+        for i, row in enumerate(rows):
+            if row.finish:
+                continue
+            token = int(_sample(logits[i], gens[i], params))
+            chosen[i] = token
+            row.add(token, float(logp[i, token]), self.eos_ids, self.tokenizer, params)
+        return chosen
+
+    def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[float]:
+        out: list[float] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = slice(start, start + self.batch_size)
+            out.extend(self._score_batch(prompts[chunk], continuations[chunk]))
+        return out
+
+    def _score_batch(self, prompts: Sequence[Sequence[int]], conts: Sequence[Sequence[int]]) -> list[float]:
+        import torch
+
+        full = [list(p) + list(c) for p, c in zip(prompts, conts, strict=True)]
+        ids, mask = left_pad(full, self.pad_id, self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.float()
+        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        width = ids.shape[1]
+        return [float(logp[i, width - 1 - len(c):].sum()) for i, c in enumerate(conts)]
+
+
+@dataclass
+class _Row:
+    ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish: str = ""
+    text: str = ""
+
+    def add(self, token: int, logprob: float, eos_ids: Sequence[int], tokenizer: Any, params: SamplingParams) -> None:
+        self.ids.append(token)
+        self.logprobs.append(logprob)
+        if token in eos_ids:
+            self.finish = "eos"
+        elif params.stop:
+            text = tokenizer.decode(self.ids, skip_special_tokens=True)
+            if any(s in text for s in params.stop):
+                self.finish = "stop"
+        if not self.finish and len(self.ids) >= params.max_new_tokens:
+            self.finish = "length"
+
+    def completion(self, tokenizer: Any) -> Completion:
+        return Completion(list(self.ids), tokenizer.decode(self.ids, skip_special_tokens=True),
+                          self.finish or "length", list(self.logprobs))
+
+
+def _sample(logits: Any, generator: Any, params: SamplingParams) -> Any:
+    """Greedy argmax, or temperature + nucleus sampling from this row's own generator."""
+    import torch
+
+    if params.greedy:
+        return torch.argmax(logits)
+    probs = torch.softmax(logits / params.temperature, dim=-1)
+    if params.top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        keep = sorted_p.cumsum(-1) - sorted_p < params.top_p
+        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
+    return torch.multinomial(probs, 1, generator=generator)[0]
+
+
+def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device: Any = None) -> tuple[Any, Any]:
+    """(input_ids, attention_mask), left-padded so every row's last token is aligned."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), int(pad_id), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row):] = torch.tensor(list(row), dtype=torch.long)
+            mask[i, width - len(row):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    found = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = found if isinstance(found, list) else [found]
+    ids = [i for i in ids if i is not None]
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+@BACKENDS.register("vllm")
+class VLLMBackend:
+    """vLLM on a GPU, behind the same interface. Per-row seeds map to vLLM's per-request
+    `seed`; scoring uses prompt logprobs. Only constructed when vLLM is importable."""
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16):
+        try:
+            from vllm import LLM
+        except ImportError as err:  # pragma: no cover - vLLM is an optional extra
+            from talentrl_cli.errors import ConfigError
+
+            raise ConfigError("generation backend vllm needs the vllm package and a GPU",
+                              "pip install vllm, or use eval.backend=hf") from err
+        path = model if isinstance(model, str) else model.name_or_path
+        self.tokenizer, self.llm = tokenizer, LLM(model=path, seed=0)  # pragma: no cover
+
+    def generate(self, prompts: Sequence[Sequence[int]], seeds: Sequence[int],
+                 params: SamplingParams) -> list[Completion]:  # pragma: no cover - needs a GPU
+        from vllm import SamplingParams as VParams
+
+        requests = [{"prompt_token_ids": list(p)} for p in prompts]
+        sampling = [VParams(max_tokens=params.max_new_tokens, temperature=params.temperature,
+                            top_p=params.top_p, stop=list(params.stop), seed=int(s), logprobs=0)
+                    for s in seeds]
+        outs = self.llm.generate(requests, sampling, use_tqdm=False)
+        return [Completion(list(o.outputs[0].token_ids), o.outputs[0].text,
+                           {"stop": "stop", "length": "length"}.get(o.outputs[0].finish_reason, "eos"))
+                for o in outs]
+
+    def score(self, prompts: Sequence[Sequence[int]],
+              continuations: Sequence[Sequence[int]]) -> list[float]:  # pragma: no cover - needs a GPU
+        from vllm import SamplingParams as VParams
+
+        requests = [{"prompt_token_ids": list(p) + list(c)} for p, c in zip(prompts, continuations, strict=True)]
+        outs = self.llm.generate(requests, VParams(max_tokens=1, prompt_logprobs=0), use_tqdm=False)
+        scores = []
+        for out, cont in zip(outs, continuations, strict=True):
+            tail = out.prompt_logprobs[-len(cont):]
+            scores.append(sum(d[token].logprob for d, token in zip(tail, cont, strict=True)))
+        return scores
