@@ -90,7 +90,7 @@ def training_args(cfg: Any, checkpoints: Path) -> dict[str, Any]:
         activation_checkpointing=bool(model_cfg.get("gradient_checkpointing")),
         logging_steps=int(sft.logging_steps), logging_first_step=True,
         save_strategy="steps", save_steps=int(sft.save_steps), save_total_limit=int(sft.save_total_limit),
-        report_to="none", seed=int(cfg.seed), data_seed=int(cfg.seed), disable_tqdm=True,
+        include_num_input_tokens_seen="non_padding", report_to="none", seed=int(cfg.seed), data_seed=int(cfg.seed), disable_tqdm=True,
         dataloader_num_workers=0, dataset_num_proc=None,
         ddp_find_unused_parameters=False,
     )
@@ -120,10 +120,8 @@ def _peft_config(cfg: Any) -> Any:
 def _metrics(trainer: Any, result: Any, history: list[dict[str, Any]], seconds: float,
              resume_from: Path | None) -> dict[str, Any]:
     lengths = trainer.train_dataset["input_ids"]
-    # TRL's cumulative `num_tokens` (input tokens, summed over processes) at the end and at the resume point
-    seen = [(int(h["step"]), float(h["num_tokens"])) for h in trainer.state.log_history if "num_tokens" in h]
-    start = _step_of(resume_from) if resume_from else 0
-    tokens = (seen[-1][1] - max([n for s, n in seen if s <= start], default=0.0)) if seen else 0.0
+    # non-padding input tokens of this train() call, summed over processes (a resume counts from its checkpoint)
+    tokens = trainer.state.num_input_tokens_seen - getattr(trainer, "_initial_num_input_tokens_seen", 0)
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     return {
         "n_examples": len(lengths), "tokens_per_epoch": sum(len(ids) for ids in lengths), "tokens": int(tokens),
@@ -136,11 +134,6 @@ def _metrics(trainer: Any, result: Any, history: list[dict[str, Any]], seconds: 
         "trainable_params": trainable, "resumed_from": resume_from.name if resume_from else None,
         "world_size": trainer.accelerator.num_processes,
     }
-
-
-def _step_of(checkpoint: Path) -> int:
-    match = CHECKPOINT.match(checkpoint.name)
-    return int(match.group(1)) if match else 0
 
 
 def save_artifact(trainer: Any, tokenizer: Any, cfg: Any, base_path: str, out_dir: Path) -> None:

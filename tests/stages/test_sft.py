@@ -12,7 +12,8 @@ from mining.synthetic import synthetic_trajectories
 from talentrl_cli.artifacts import ArtifactStore
 from talentrl_cli.jsonl import write_jsonl
 
-FAST = ("sft.max_examples=4", "sft.batch_size=1", "sft.max_length=2048", "sft.logging_steps=1", "index.k=1")
+FAST = ("sft.max_examples=4", "sft.batch_size=1", "sft.grad_accum=1", "sft.max_length=2048", "sft.logging_steps=1",
+        "index.k=1")
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,7 @@ def test_sft_trains_a_peft_adapter_that_loads_and_generates(run_cli, indexed):
     metrics = artifact.manifest["metrics"]
     assert metrics["steps"] == 2 and len(metrics["loss_curve"]) == 2 and metrics["tokens_per_s"] > 0
     assert metrics["loss_start"] > 0 and metrics["n_examples"] == 4 and metrics["mode"] == "talent"
+    assert 0 < metrics["tokens"] < metrics["tokens_per_epoch"]  # 2 of the 4 examples
     base_info = json.loads((artifact.path / "base_model.json").read_text())
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_info["path"]), artifact.path)
     tokenizer = AutoTokenizer.from_pretrained(artifact.path)
