@@ -1,0 +1,202 @@
+"""Eval metrics and their presentation: bootstrap CIs, `report.md`, PNG plots, a rich table,
+and a W&B table when tracking is on.
+
+Kept apart from `stages/eval.py` so RL (step 7) can summarise its own eval rollouts the same
+way, and so the report can be re-rendered from a `results.jsonl` without a model.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+SCORES = ("em", "f1", "success")
+
+
+def summarise(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str], benchmark: str,
+              n_bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Per-mode metrics: each score as [mean, low, high] (bootstrap 95% CI), routing
+    accuracy against gold where gold exists, talent usage, turns, tokens, per-strategy."""
+    by_mode: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_mode[row["mode"]].append(row)
+    return {"benchmark": benchmark, "command": command_line(), "n_tasks": max(map(len, by_mode.values()), default=0),
+            "modes": {m: _mode_metrics(r, talent_to_strategy, n_bootstrap, seed) for m, r in by_mode.items()}}
+
+
+def _scores(row: dict[str, Any]) -> dict[str, float]:
+    em = float(row["scores"].get("em", row["reward"]))
+    return {"em": em, "f1": float(row["scores"].get("f1", em)), "success": float(row["reward"] >= 1.0)}
+
+
+def _mode_metrics(rows: list[dict[str, Any]], mapping: dict[str, str], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    from talentrl_cli.metrics import bootstrap_ci
+
+    scores = [_scores(r) for r in rows]
+    out: dict[str, Any] = {k: [round(v, 4) for v in bootstrap_ci([s[k] for s in scores], n_resamples=n_bootstrap,
+                                                                 seed=seed)] for k in SCORES}
+    out["n"] = len(rows)
+    out["mean_turns"] = round(sum(r["turns"] for r in rows) / max(1, len(rows)), 3)
+    out["mean_tokens"] = round(sum(r["policy_tokens"] for r in rows) / max(1, len(rows)), 1)
+    usage = Counter(r["talent"] for r in rows if r["talent"])
+    out["talent_usage"] = {t: round(c / len(rows), 4) for t, c in usage.most_common()}
+    out["by_strategy"] = _by_strategy(rows, scores)
+    gold = [(r, mapping.get(r["talent"])) for r in rows if r.get("strategy") and r["talent"]]
+    if gold and mapping:
+        hits = [float(m == r["strategy"]) for r, m in gold]
+        out["routing_accuracy"] = [round(v, 4) for v in bootstrap_ci(hits, n_resamples=n_bootstrap, seed=seed)]
+        out["confusion"] = _confusion(rows)
+    return out
+
+
+def _by_strategy(rows: list[dict[str, Any]], scores: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for row, s in zip(rows, scores, strict=True):
+        groups[row.get("strategy") or "unknown"].append(s)
+    return {g: {"n": len(v), **{k: round(sum(s[k] for s in v) / len(v), 4) for k in SCORES}}
+            for g, v in sorted(groups.items())}
+
+
+def _confusion(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """gold strategy -> chosen talent -> count."""
+    table: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        if r.get("strategy") and r["talent"]:
+            table[r["strategy"]][r["talent"]] += 1
+    return {g: dict(c) for g, c in sorted(table.items())}
+
+
+def command_line() -> str:
+    args = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name in ("talentrl", "__main__.py") else sys.argv[1:]
+    return "talentrl " + " ".join(shlex.quote(a) for a in args)
+
+
+def flat_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's summary: `<mode>/<score>` means and CIs, plus the benchmark."""
+    out: dict[str, Any] = {"benchmark": metrics["benchmark"], "n_tasks": metrics["n_tasks"]}
+    for mode, m in metrics["modes"].items():
+        for key in (*SCORES, "routing_accuracy"):
+            if key in m:
+                out[f"{mode}/{key}"], out[f"{mode}/{key}_ci"] = m[key][0], m[key][1:]
+        out[f"{mode}/mean_turns"], out[f"{mode}/mean_tokens"] = m["mean_turns"], m["mean_tokens"]
+    return out
+
+
+def _cell(triple: list[float]) -> str:
+    return f"{100 * triple[0]:.1f} [{100 * triple[1]:.1f}, {100 * triple[2]:.1f}]"
+
+
+def markdown(metrics: dict[str, Any]) -> str:
+    bench = metrics["benchmark"]
+    lines = ["# talentrl eval", "", f"Command: `{metrics['command']}`", "",
+             f"Benchmark `{bench}`, {metrics['n_tasks']} tasks; scores in %, bootstrap 95% CI.", "",
+             f"| mode | {bench} EM | F1 | success | routing acc. | turns | tokens |", "|---|---|---|---|---|---|---|"]
+    for mode, m in metrics["modes"].items():
+        route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
+        lines.append(f"| {mode} | {_cell(m['em'])} | {_cell(m['f1'])} | {_cell(m['success'])} | {route} "
+                     f"| {m['mean_turns']} | {m['mean_tokens']} |")
+    lines += ["", "## Per strategy (EM %)", ""]
+    strategies = sorted({s for m in metrics["modes"].values() for s in m["by_strategy"]})
+    lines += ["| mode | " + " | ".join(strategies) + " |", "|---|" + "---|" * len(strategies)]
+    for mode, m in metrics["modes"].items():
+        cells = [f"{100 * m['by_strategy'][s]['em']:.1f}" if s in m["by_strategy"] else "-" for s in strategies]
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    lines += ["", "## Talent usage", ""]
+    for mode, m in metrics["modes"].items():
+        if m["talent_usage"]:
+            lines.append(f"- {mode}: " + ", ".join(f"{t} {100 * p:.0f}%" for t, p in m["talent_usage"].items()))
+    lines += ["", "Plots: `scores.png` (EM/F1 with 95% CIs)" +
+              (", `routing_confusion.png` (gold strategy x chosen talent)" if _confusion_mode(metrics) else ""), ""]
+    return "\n".join(lines)
+
+
+def _confusion_mode(metrics: dict[str, Any]) -> str | None:
+    for mode in ("talent", "random_talent", "oracle_talent"):
+        if metrics["modes"].get(mode, {}).get("confusion"):
+            return mode
+    return None
+
+
+def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, Any]], mapping: dict[str, str]) -> None:
+    (out_dir / "report.md").write_text(markdown(metrics))
+    plot_scores(metrics, out_dir / "scores.png")
+    mode = _confusion_mode(metrics)
+    if mode:
+        plot_confusion(metrics["modes"][mode]["confusion"], mode, out_dir / "routing_confusion.png")
+
+
+def plot_scores(metrics: dict[str, Any], path: Path) -> None:
+    """Grouped bars (EM, F1) per mode, with the bootstrap CI as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    modes = list(metrics["modes"])
+    x = np.arange(len(modes))
+    fig, ax = plt.subplots(figsize=(1.6 * len(modes) + 2, 3.5))
+    for j, key in enumerate(("em", "f1")):
+        vals = np.array([metrics["modes"][m][key] for m in modes]) * 100
+        err = np.abs(vals[:, 1:].T - vals[:, 0])
+        ax.bar(x + (j - 0.5) * 0.38, vals[:, 0], 0.38, yerr=err, capsize=3, label=key.upper())
+    ax.set_xticks(x, modes)
+    ax.set_ylabel("%")
+    ax.set_title(f"{metrics['benchmark']} (95% bootstrap CI)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_confusion(confusion: dict[str, dict[str, int]], mode: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    gold = sorted(confusion)
+    talents = sorted({t for row in confusion.values() for t in row})
+    grid = np.array([[confusion[g].get(t, 0) for t in talents] for g in gold])
+    fig, ax = plt.subplots(figsize=(1.0 * len(talents) + 3, 0.5 * len(gold) + 2))
+    ax.imshow(grid, cmap="Blues")
+    ax.set_xticks(range(len(talents)), talents, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks(range(len(gold)), gold, fontsize=8)
+    for (i, j), v in np.ndenumerate(grid):
+        ax.text(j, i, str(v), ha="center", va="center", fontsize=7)
+    ax.set_xlabel(f"chosen talent ({mode})")
+    ax.set_ylabel("gold strategy")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def print_table(metrics: dict[str, Any]) -> None:
+    """The mode x score table on stderr (stdout's last line stays the published ref)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"talentrl eval: {metrics['benchmark']} ({metrics['n_tasks']} tasks, 95% CI)")
+    for col in ("mode", "EM", "F1", "success", "routing acc.", "turns", "tokens"):
+        table.add_column(col)
+    for mode, m in metrics["modes"].items():
+        route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
+        table.add_row(mode, _cell(m["em"]), _cell(m["f1"]), _cell(m["success"]), route,
+                      str(m["mean_turns"]), str(m["mean_tokens"]))
+    Console(stderr=True, width=max(100, Console(stderr=True).width)).print(table)
+
+
+def log_wandb_table(metrics: dict[str, Any]) -> None:
+    """A W&B table of the results, into the run the stage runner opened (if any)."""
+    wandb = sys.modules.get("wandb")
+    run = getattr(wandb, "run", None) if wandb else None
+    if run is None:
+        return
+    columns = ["mode", "benchmark", "em", "em_low", "em_high", "f1", "success", "routing_accuracy"]
+    rows = [[mode, metrics["benchmark"], *m["em"], m["f1"][0], m["success"][0],
+             m.get("routing_accuracy", [None])[0]] for mode, m in metrics["modes"].items()]
+    run.log({"eval/results": wandb.Table(columns=columns, rows=rows)})

@@ -1,0 +1,226 @@
+"""`talentrl eval`: batched route -> retrieve -> execute over an env's tasks, per mode, with CIs.
+
+    talentrl eval                                       # inputs.model=sft:latest (or rl), inputs.index=index:latest
+    talentrl eval inputs.model=none model=smollm2 eval.modes=[zero_shot,flat] eval.limit=50
+    talentrl eval env=qa env.path=.../hotpotqa_distractor_100_with_context.jsonl \\
+        env.corpus=.../hotpotqa_distractor_100_corpus.jsonl eval.modes=[zero_shot,flat]
+
+Modes: `zero_shot` (no skills, no talent), `flat` (R(x) with lam = 0), `talent` (the policy
+routes: exact pi_route argmax, or `eval.routing=generate`), `oracle_talent` (the talent mapped
+to the task's gold strategy; without gold, the best of every talent) and `random_talent`.
+
+The artifact: `results.jsonl` (one line per task and mode, with its transcript and token
+masks), `metrics.json`, `report.md` (mode x benchmark table with bootstrap 95% CIs and the
+command that produced it) and PNG plots (`eval_report`). The model is the `inputs.model`
+artifact (an sft/rl PEFT adapter or full model, see `stages/sft.py`), or with
+`inputs.model=none` the config's `model=`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from talentrl_cli.stages import Stage, register_stage
+
+MODES = ("zero_shot", "flat", "talent", "oracle_talent", "random_talent")
+TALENT_MODES = ("talent", "oracle_talent", "random_talent")
+
+
+def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    from talentrl_cli import eval_report
+    from talentrl_cli.envs import make_env
+    from talentrl_cli.generation import make_backend
+    from talentrl_cli.jsonl import write_jsonl
+
+    modes = check_modes(cfg, inputs)
+    model, tokenizer = load_model(cfg, inputs.get("model"))
+    backend = make_backend(model, tokenizer, str(cfg.eval.backend), int(cfg.eval.batch_size))
+    env = make_env(str(cfg.env.name), cfg.env, int(cfg.seed))
+    tasks = env.tasks(str(cfg.eval.split))
+    tasks = tasks[: int(cfg.eval.limit)] if cfg.eval.limit is not None else tasks
+    ctx = Context(cfg, backend, env, tasks, inputs.get("index"))
+    rows: list[dict[str, Any]] = []
+    for mode in modes:
+        rows += [{"mode": mode, **ep.record(), "strategy": ep.task.strategy, "question": ep.task.question,
+                  "gold": ep.task.answers} for ep in ctx.evaluate(mode)]
+    write_jsonl(out_dir / "results.jsonl", rows)
+    metrics = eval_report.summarise(rows, ctx.talent_to_strategy, benchmark_name(cfg), int(cfg.eval.n_bootstrap),
+                                    int(cfg.seed))
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    eval_report.write_report(out_dir, metrics, rows, ctx.talent_to_strategy)
+    eval_report.print_table(metrics)
+    eval_report.log_wandb_table(metrics)
+    return eval_report.flat_metrics(metrics)
+
+
+def check_modes(cfg: Any, inputs: dict[str, Any]) -> list[str]:
+    from talentrl_cli.errors import ConfigError
+
+    modes = [str(m) for m in cfg.eval.modes]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise ConfigError(f"eval.modes: unknown mode(s) {', '.join(bad) or '(none given)'}",
+                          f"use some of: {', '.join(MODES)}")
+    if "index" not in inputs and any(m != "zero_shot" for m in modes):
+        raise ConfigError("inputs.index=none allows only eval.modes=[zero_shot]")
+    return modes
+
+
+def benchmark_name(cfg: Any) -> str:
+    if str(cfg.env.name) == "qa":
+        return f"qa/{Path(str(cfg.env.path)).stem}"
+    return f"{cfg.env.name}/{cfg.eval.split}"
+
+
+def load_model(cfg: Any, artifact: Any | None) -> tuple[Any, Any]:
+    """(model, tokenizer): the config's base model, or an sft/rl artifact (PEFT adapter
+    merged into its base for fast generation, or a full model)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from talentrl_cli.models import load_policy
+
+    torch.manual_seed(int(cfg.seed))
+    if artifact is None:
+        return load_policy(cfg.model)
+    base = json.loads(artifact.file("base_model.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(artifact.path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not base.get("adapter", True):
+        return AutoModelForCausalLM.from_pretrained(artifact.path).eval(), tokenizer
+    from peft import PeftModel
+
+    model = AutoModelForCausalLM.from_pretrained(base["path"])
+    model = PeftModel.from_pretrained(model, artifact.path).merge_and_unload()
+    return model.eval(), tokenizer
+
+
+class Context:
+    """Everything a mode needs: the backend, env, tasks, skill bank and task vectors."""
+
+    def __init__(self, cfg: Any, backend: Any, env: Any, tasks: list[Any], index: Any | None):
+        from talentrl_cli.rollout import RolloutConfig
+
+        self.cfg, self.backend, self.env, self.tasks = cfg, backend, env, tasks
+        self.k, self.lam = int(cfg.index.k), float(cfg.index.lam)
+        e = cfg.eval
+        self.rollout = RolloutConfig(int(e.max_steps), int(e.max_new_tokens), int(e.max_total_tokens),
+                                     float(e.temperature), float(e.top_p), int(cfg.seed))
+        self.bank = self._bank(index)
+        self.talents = {t.name: t for t in self.bank.talents} if self.bank else {}
+        self.talent_to_strategy = talent_strategies(self.bank, env) if self.bank else {}
+        self._vectors = None
+
+    def _bank(self, index: Any | None) -> Any:
+        if index is None:
+            return None
+        from talentrl_cli.embedding import Embedder
+        from talentrl_cli.skillbank import SkillBank
+
+        self.embedder = Embedder.from_config(self.cfg.embedder)
+        return SkillBank.load(index.path, self.embedder.identity(), int(self.cfg.index.oversample))
+
+    @property
+    def vectors(self) -> Any:
+        if self._vectors is None:
+            self._vectors = self.embedder.encode([t.question for t in self.tasks])
+        return self._vectors
+
+    def evaluate(self, mode: str) -> list[Any]:
+        from talentrl_cli.rollout import retrieve
+
+        if mode == "zero_shot":
+            return self._run([None] * len(self.tasks), [[]] * len(self.tasks), menu=False)
+        if mode == "flat":
+            return self._run([None] * len(self.tasks), retrieve(self.bank, self.vectors, [None] * len(self.tasks),
+                                                                self.k, 0.0), menu=False)
+        if mode == "oracle_talent":
+            return self._oracle()
+        names, dists = self._choose(mode)
+        episodes = self._run(names, retrieve(self.bank, self.vectors, names, self.k, self.lam), menu=True)
+        for ep, dist in zip(episodes, dists, strict=True):
+            ep.route = dist
+        return episodes
+
+    def _choose(self, mode: str) -> tuple[list[str | None], list[dict[str, float]]]:
+        from talentrl_cli.rollout import argmax, episode_seed, route_distribution, route_generate
+
+        talents = list(self.talents.values())
+        if mode == "random_talent":
+            picks = [talents[episode_seed(int(self.cfg.seed), t.id, 0, -2) % len(talents)].name for t in self.tasks]
+            return picks, [{} for _ in self.tasks]
+        if str(self.cfg.eval.routing) == "generate":
+            return route_generate(self.backend, self.tasks, talents, int(self.cfg.seed)), [{} for _ in self.tasks]
+        dists = route_distribution(self.backend, self.tasks, talents)
+        return [argmax(d) for d in dists], dists
+
+    def _run(self, names: list[str | None], skills: list[list[Any]], menu: bool,
+             tasks: list[Any] | None = None) -> list[Any]:
+        from talentrl_cli.rollout import run_episodes, start_episode
+
+        tasks = tasks if tasks is not None else self.tasks
+        tok = self.backend.tokenizer
+        menu_talents = list(self.talents.values()) if menu else None
+        episodes = [start_episode(tok, task, self.talents.get(name) if name else None, sk, menu_talents)
+                    for task, name, sk in zip(tasks, names, skills, strict=True)]
+        return run_episodes(self.backend, self.env, episodes, self.rollout)
+
+    def _oracle(self) -> list[Any]:
+        """The gold-mapped talent where the task has gold and some talent maps to it; else
+        the best-rewarded of every talent (an upper bound on routing)."""
+        by_strategy = {s: n for n, s in sorted(self.talent_to_strategy.items(), reverse=True)}
+        names = [by_strategy.get(t.strategy) if t.strategy else None for t in self.tasks]
+        known = [i for i, n in enumerate(names) if n]
+        best: list[Any] = [None] * len(self.tasks)
+        self._fill(best, known, [names[i] for i in known])
+        unknown = [i for i, n in enumerate(names) if not n]
+        for name in self.talents if unknown else ():
+            self._fill(best, unknown, [name] * len(unknown))
+        return best
+
+    def _fill(self, best: list[Any], rows: list[int], names: list[str]) -> None:
+        """Run `names[j]` on task `rows[j]`; keep it where it beats what `best` holds."""
+        from talentrl_cli.rollout import retrieve
+
+        if not rows:
+            return
+        tasks = [self.tasks[i] for i in rows]
+        vectors = self.vectors[rows]
+        episodes = self._run(names, retrieve(self.bank, vectors, names, self.k, self.lam), True, tasks)
+        for i, ep in zip(rows, episodes, strict=True):
+            if best[i] is None or ep.reward > best[i].reward:
+                best[i] = ep
+
+
+def talent_strategies(bank: Any, env: Any) -> dict[str, str]:
+    """talent -> the majority gold strategy of its exemplar tasks (where the env has gold),
+    for routing accuracy and the oracle; empty when no exemplar has a gold label."""
+    from collections import Counter
+
+    gold: dict[str, str] = {}
+    for split in ("train", "dev", "test"):
+        try:
+            gold.update({t.id: t.strategy for t in env.tasks(split) if t.strategy})
+        except Exception:  # noqa: BLE001 - an env without that split has no gold to offer
+            continue
+    out = {}
+    for talent in bank.talents:
+        ids = talent.meta.get("exemplar_ids") or talent.exemplars
+        votes = Counter(gold[i] for i in ids if i in gold)
+        if votes:
+            out[talent.name] = votes.most_common(1)[0][0]
+    return out
+
+
+STAGE = register_stage(Stage(
+    name="eval",
+    run=run,
+    summary="Evaluate a model (sft, rl or base) per mode: EM/F1/success with bootstrap CIs, report, plots.",
+    example="talentrl eval inputs.model=sft:latest inputs.index=index:latest eval.modes=[zero_shot,flat,talent]",
+    inputs={"model": ("rl", "sft"), "index": ("index",)},
+    optional_inputs=frozenset({"model", "index"}),
+    sections=("seed", "eval", "model", "env", "index", "embedder"),
+))

@@ -1,0 +1,68 @@
+"""`talentrl eval` end to end on a small WorldQA world with the tiny model (lexical search, so
+no model but the embedder is needed): every mode, results.jsonl with transcripts, metrics with
+CIs, report.md and its plots; and user errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from talentrl_cli.artifacts import ArtifactStore
+
+WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200")
+FAST = (*WORLD, "eval.limit=4", "eval.max_new_tokens=6", "eval.max_steps=2", "eval.n_bootstrap=200")
+
+
+@pytest.fixture(scope="module")
+def indexed_root(tmp_path_factory):
+    """mine:v1 (WorldQA expert, 80 trajectories) and index:v1, built once for the module."""
+    from talentrl_cli.cli import main
+
+    root = tmp_path_factory.mktemp("eval-inputs") / "artifacts"
+    for args in (["mine", *WORLD, "source.n=80"], ["index", *WORLD]):
+        try:
+            main(["--artifacts-root", str(root), *args])
+        except SystemExit as exit_:
+            assert not exit_.code
+    return root
+
+
+@pytest.fixture
+def indexed(run_cli, indexed_root):
+    shutil.copytree(indexed_root, run_cli.root)
+
+
+def test_eval_every_mode_writes_results_metrics_report_and_plots(run_cli, indexed):
+    modes = "eval.modes=[zero_shot,flat,talent,oracle_talent,random_talent]"
+    code, out, err = run_cli("eval", "inputs.model=none", *FAST, modes)
+    assert code == 0, err
+    artifact = ArtifactStore(run_cli.root).resolve(out.split()[-1])
+    rows = [json.loads(line) for line in (artifact.path / "results.jsonl").open()]
+    assert len(rows) == 5 * 4
+    first = rows[0]
+    assert first["mode"] == "zero_shot" and first["talent"] is None and first["skills"] == []
+    assert len(first["ids"]) == len(first["mask"]) and first["messages"][-1]["role"] in ("assistant", "user")
+    talent_rows = [r for r in rows if r["mode"] == "talent"]
+    assert all(r["talent"] and abs(sum(r["route"].values()) - 1) < 1e-5 for r in talent_rows)
+    assert all(2 in r["mask"] for r in talent_rows)  # the talent label's tokens
+    assert all(len(r["skills"]) == 5 for r in rows if r["mode"] == "flat")
+    metrics = json.loads((artifact.path / "metrics.json").read_text())
+    talent = metrics["modes"]["talent"]
+    assert len(talent["em"]) == 3 and talent["em"][1] <= talent["em"][0] <= talent["em"][2]
+    assert "routing_accuracy" in talent and talent["talent_usage"] and talent["by_strategy"]
+    report = (artifact.path / "report.md").read_text()
+    assert "| oracle_talent |" in report and "talentrl eval" in report
+    assert (artifact.path / "scores.png").stat().st_size > 0
+    assert (artifact.path / "routing_confusion.png").stat().st_size > 0
+    summary = artifact.manifest["metrics"]
+    assert summary["benchmark"] == "worldqa/dev" and "talent/em_ci" in summary
+    assert "talentrl eval: worldqa/dev" in err  # the rich table
+
+
+def test_eval_rejects_unknown_modes_and_skill_modes_without_an_index(run_cli, indexed):
+    code, _, err = run_cli("eval", "inputs.model=none", *FAST, "eval.modes=[zero_shot,bogus]")
+    assert code == 1 and "bogus" in err
+    code, _, err = run_cli("eval", "inputs.model=none", "inputs.index=none", *FAST, "eval.modes=[flat]")
+    assert code == 1 and "zero_shot" in err
