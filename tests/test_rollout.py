@@ -90,3 +90,17 @@ def test_route_distribution_is_exact_over_every_label(setup):
     expected = torch.softmax(torch.tensor(logps), 0)
     got = torch.tensor([dists[0][t.name] for t in talents])
     assert torch.allclose(got, expected, atol=1e-4)
+
+
+def test_backend_choice_falls_back_to_hf_without_vllm_and_a_gpu(setup):
+    import importlib.util
+
+    from talentrl_cli.errors import TalentRLError
+    from talentrl_cli.generation import HFBackend, make_backend, vllm_available
+
+    model, tok, _, _ = setup
+    if not vllm_available():
+        assert isinstance(make_backend(model, tok, "auto"), HFBackend)
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(TalentRLError, match="vllm"):
+            make_backend(model, tok, "vllm")
