@@ -221,13 +221,14 @@ def recall(tasks, passages, embedder, k=5) -> tuple[float, float]:
     return per_title, per_question
 
 
-def test_gold_titles_in_top5_on_a_20_question_slice(hotpot):
-    """Fast variant: the first 20 questions against the ~200 paragraphs of their own contexts."""
+def test_gold_titles_in_top5_on_a_6_question_slice(hotpot):
+    """Fast variant: the first 6 questions against the ~60 paragraphs of their own contexts
+    (embedding passages dominates; the full 100-question check is the slow test below)."""
     tasks, corpus, embedder = hotpot
-    tasks = tasks[:20]
+    tasks = tasks[:6]
     own = {t for task in tasks for t in task.meta["context_titles"]}
     passages = [p for p in corpus if p.title in own]
-    assert 150 <= len(passages) <= 200
+    assert 40 <= len(passages) <= 60
     per_title, per_question = recall(tasks, passages, embedder)
     assert per_title >= 0.9 and per_question >= 0.9, (per_title, per_question)
 
