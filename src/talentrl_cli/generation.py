@@ -111,7 +111,7 @@ class HFBackend:
             for _ in range(params.max_new_tokens):
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
                 result = self.model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
-                                    cache=cache, use_cache=True)
+                                    cache=cache, use_cache=True, logits_to_keep=1)
                 cache = result.cache
                 logits = result.logits[:, -1, :].float()
                 chosen = self._pick(logits, gens, rows, params)
