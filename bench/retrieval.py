@@ -27,7 +27,8 @@ Builds use `--build-threads` (default 2; the project default is 1, for a determi
 Run time: 20-32 min in three runs on the shared 2-core machine (load 4-9 from other jobs),
 two thirds of it the two 100k x 384 builds (M=16: 4-9 min, M=32: 10-18 min, at
 ef_construction=200), more than the ~15 min aimed at. ef_construction stays at the index
-stage's configured 200 so the figures describe the real index; `--ef-construction 100` roughly halves the builds.
+stage's configured 200 so the figures describe the real index; `--ef-construction 100`
+cuts the builds by a third to a half (measured at 20k, M=32).
 
 Talent prior: a `SkillBank` (built with `SkillBank.build`; its index is the 100k row of the
 sweep) with 8 talents of 300 nonzero weights each, uniform in (0, 1] (the harshest case for
