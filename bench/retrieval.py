@@ -1,6 +1,6 @@
 """HNSW (`VectorIndex.query`) against exact numpy search, and the cost of the talent prior.
 
-    HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # full run, 20-30 min (below)
+    HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # full run, 15-30 min (below)
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
 
 Collections (384-d, cosine): 10k and 100k random unit vectors (seeded), and MiniLM
@@ -24,9 +24,9 @@ exact search is timed again for every M, just before that M's ef sweep, so each 
 compares runs made minutes apart at most on this shared machine.
 Builds use `--build-threads` (default 2; the project default is 1, for a deterministic graph).
 
-Run time: 20-32 min in three runs on the shared 2-core machine (load 4-9 from other jobs),
-two thirds of it the two 100k x 384 builds (M=16: 4-9 min, M=32: 10-18 min, at
-ef_construction=200), more than the ~15 min aimed at. ef_construction stays at the index
+Run time: 15 min (887 s) on the 2-core machine when it was mostly quiet, 20-32 min in three
+runs under load 4-9 from other jobs; most of it is the two 100k x 384 builds (M=16: 2-9 min,
+M=32: 8-18 min, at ef_construction=200). ef_construction stays at the index
 stage's configured 200 so the figures describe the real index; `--ef-construction 100`
 cuts the builds by a third to a half (measured at 20k, M=32).
 
