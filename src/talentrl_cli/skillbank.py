@@ -111,6 +111,8 @@ class SkillBank:
         if talents is None or isinstance(talents, str):
             talents = [talents] * len(queries)
         k = min(int(k), len(self.skills))
+        if k <= 0:
+            return [[] for _ in queries]
         hnsw_ids, hnsw_cos = self.index.query(queries, k * self.oversample)
         return [self._rescore(q, ids, cos, self.talent_index(t), k, lam)
                 for q, ids, cos, t in zip(queries, hnsw_ids, hnsw_cos, talents, strict=True)]
@@ -124,7 +126,8 @@ class SkillBank:
             positions = list(dict.fromkeys([*positions, *top]))
         scores, cosines, priors = self._score(query, np.asarray(positions), talent, lam)
         order = np.lexsort((np.asarray(positions), -scores))[:k]
-        floor = (float(cos[-1]) if len(cos) and len(ids) < len(self.skills) else -np.inf) + lam * bound_w
+        # a negative prior only lowers scores, so it never lifts an outside skill above c_m
+        floor = (float(cos[-1]) if len(cos) and len(ids) < len(self.skills) else -np.inf) + max(lam * bound_w, 0.0)
         if len(order) == k and scores[order[-1]] < floor:
             return self._rescore_all(query, talent, k, lam)
         return [Hit(self.index.ids[positions[i]], float(cosines[i]), float(priors[i])) for i in order]
