@@ -2,6 +2,7 @@
 
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # full run, 15-30 min (below)
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
+    python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only
 
 Collections (384-d, cosine): 10k and 100k random unit vectors (seeded), and MiniLM
 (all-MiniLM-L6-v2, the packaged model, through `Embedder` and its disk cache) embeddings of
@@ -538,14 +539,16 @@ def main() -> None:
     parser.add_argument("--ef-construction", type=int, default=EF_CONSTRUCTION)
     parser.add_argument("--bank-k", type=int, default=5, help="k for bank.retrieve (conf: 5)")
     parser.add_argument("--oversample", type=int, default=4, help="SkillBank oversample (conf: 4)")
+    parser.add_argument("--Ms", type=int, nargs="+", default=[16, 32], help="HNSW M values")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="random collection sizes (default 10000 100000; the last one gets the bank)")
     args = parser.parse_args()
-    args.Ms = [16, 32]
     if args.quick:
         sizes, n_minilm, n_queries, args.n_single, args.n_agreement = [2000], 2000, 256, 50, 200
         args.efs, args.reps = [16, 64, 256], args.reps or 2
     else:
         sizes, n_minilm, n_queries, args.n_single, args.n_agreement = (
-            [10_000, 100_000], 10_000, 512, 100, 500)
+            args.sizes or [10_000, 100_000], 10_000, 512, 100, 500)
         args.efs, args.reps = [16, 32, 64, 128, 256], args.reps or 3
     args.bank_name = f"random-{_short(sizes[-1])}"
 

@@ -141,33 +141,42 @@ class VectorIndex:
 
     def query(self, queries: np.ndarray, k: int) -> tuple[list[list[str]], np.ndarray]:
         """Top-k ids and cosine scores (n, k') per query, best first; k' = min(k, len)."""
+        positions, scores = self.query_positions(queries, k)
+        return self._names(positions), scores
+
+    def query_positions(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Like `query`, but row positions into `ids`/`embeddings` (n, k') instead of ids:
+        callers that re-score from `embeddings` skip the id round trip."""
         q = normalize_rows(self._check_dim(queries, "query vectors"))
         k = min(int(k), len(self.ids))
         if self._hnsw is None or k == 0:
             return self._exact(q, k)
         self._hnsw.set_ef(max(self.params["ef"], k))
         labels, distances = self._hnsw.knn_query(q, k=k, num_threads=self.threads)
-        scores = (1.0 - distances).astype(np.float32)  # hnswlib's "ip" distance is 1 - dot
-        return [[self.ids[j] for j in row] for row in labels], scores
+        return labels.astype(np.int64), (1.0 - distances).astype(np.float32)  # "ip" distance is 1 - dot
 
     def query_exact(self, queries: np.ndarray, k: int) -> tuple[list[list[str]], np.ndarray]:
         """Exact top-k by brute force (the reference for recall, and the small-index path)."""
         q = normalize_rows(self._check_dim(queries, "query vectors"))
-        return self._exact(q, min(int(k), len(self.ids)))
+        positions, scores = self._exact(q, min(int(k), len(self.ids)))
+        return self._names(positions), scores
 
-    def _exact(self, q: np.ndarray, k: int) -> tuple[list[list[str]], np.ndarray]:
+    def _names(self, positions: np.ndarray) -> list[list[str]]:
+        ids = self.ids
+        return [[ids[j] for j in row] for row in positions.tolist()]
+
+    def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if k == 0:
-            return [[] for _ in range(len(q))], np.zeros((len(q), 0), dtype=np.float32)
-        ids, scores = [], []
+            return np.zeros((len(q), 0), dtype=np.int64), np.zeros((len(q), 0), dtype=np.float32)
+        positions, scores = [], []
         for start in range(0, len(q), 1024):  # bounds the (queries x items) score matrix
             sims = q[start : start + 1024] @ self.embeddings.T
             top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
             top_scores = np.take_along_axis(sims, top, axis=1)
             order = np.argsort(-top_scores, axis=1, kind="stable")
-            top = np.take_along_axis(top, order, axis=1)
-            ids += [[self.ids[j] for j in row] for row in top]
+            positions.append(np.take_along_axis(top, order, axis=1))
             scores.append(np.take_along_axis(top_scores, order, axis=1))
-        return ids, np.concatenate(scores).astype(np.float32)
+        return np.concatenate(positions).astype(np.int64), np.concatenate(scores).astype(np.float32)
 
     def _check_dim(self, vectors: np.ndarray, what: str) -> np.ndarray:
         vectors = np.asarray(vectors, dtype=np.float32)

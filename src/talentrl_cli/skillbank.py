@@ -4,12 +4,16 @@
 
 Candidates for a query are HNSW's top `k * oversample` skills joined with the talent's
 highest-weighted skills (so the prior can lift a skill HNSW would not return), and every
-candidate is re-scored exactly from the stored float32 embeddings. The join is exact by
-construction whenever the bound below holds, and falls back to scoring every skill when
-it does not: a skill outside the candidates has `cos <= c_m` (the last HNSW candidate's
-cosine, up to HNSW's recall) and `w <= w_m` (the largest weight not in the talent's list),
-so if the k-th best candidate already scores `>= c_m + lam * w_m`, nothing outside can
-overtake it.
+candidate is re-scored from the stored float32 embeddings. Each talent's list is kept as a
+contiguous embedding block, so a batch of queries with the same talent costs two matrix
+products on top of the HNSW search (the retrieval benchmark measures the overhead).
+
+How exact it is: a skill outside the candidates has `w <= w_m` (the largest weight off the
+talent's list) and, *if HNSW's top `k * oversample` is itself exact*, `cos <= c_m` (the last
+HNSW candidate's cosine). So when the k-th best candidate scores `>= c_m + lam * w_m`,
+nothing outside can overtake it; when it does not, that query is re-ranked over every
+skill. The remaining error is HNSW's own recall at `k * oversample`, which the agreement
+figure of `talentrl index` (and `bench/retrieval.py`) measures against brute force.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ class SkillBank:
         self.talent_pos = {t.name: i for i, t in enumerate(talents)}
         self.skill_by_id = {s.id: s for s in skills}
         self.position = {sid: i for i, sid in enumerate(index.ids)}
-        self._talent_lists = [_top_weighted(row) for row in self.weights]
+        self._talent_blocks = [_talent_block(index.embeddings, row) for row in self.weights]
 
     # -- building and loading --------------------------------------------------------------
 
@@ -110,53 +114,89 @@ class SkillBank:
         queries = normalize_rows(np.atleast_2d(np.asarray(query_vectors, dtype=np.float32)))
         if talents is None or isinstance(talents, str):
             talents = [talents] * len(queries)
+        rows_by_talent: dict[int | None, list[int]] = {}
+        for row, name in enumerate(talents):
+            talent = self.talent_index(name)  # validates the name even when lam = 0
+            rows_by_talent.setdefault(talent if lam != 0 else None, []).append(row)
         k = min(int(k), len(self.skills))
         if k <= 0:
             return [[] for _ in queries]
-        hnsw_ids, hnsw_cos = self.index.query(queries, k * self.oversample)
-        return [self._rescore(q, ids, cos, self.talent_index(t), k, lam)
-                for q, ids, cos, t in zip(queries, hnsw_ids, hnsw_cos, talents, strict=True)]
+        candidates, hnsw_cos = self.index.query_positions(queries, k * self.oversample)
+        rankings: list[list[Hit]] = [[] for _ in queries]
+        for talent, rows in rows_by_talent.items():
+            for row, ranking in zip(rows, self._rank(queries[rows], candidates[rows], hnsw_cos[rows],
+                                                     talent, k, lam), strict=True):
+                rankings[row] = ranking
+        return rankings
 
-    def _rescore(self, query: np.ndarray, ids: list[str], cos: np.ndarray, talent: int | None,
-                 k: int, lam: float) -> list[Hit]:
-        positions = [self.position[i] for i in ids]
-        bound_w = 0.0
-        if talent is not None and lam != 0:
-            top, bound_w = self._talent_lists[talent]
-            positions = list(dict.fromkeys([*positions, *top]))
-        scores, cosines, priors = self._score(query, np.asarray(positions), talent, lam)
-        order = np.lexsort((np.asarray(positions), -scores))[:k]
-        # a negative prior only lowers scores, so it never lifts an outside skill above c_m
-        floor = (float(cos[-1]) if len(cos) and len(ids) < len(self.skills) else -np.inf) + max(lam * bound_w, 0.0)
-        if len(order) == k and scores[order[-1]] < floor:
-            return self._rescore_all(query, talent, k, lam)
-        return [Hit(self.index.ids[positions[i]], float(cosines[i]), float(priors[i])) for i in order]
+    def _rank(self, queries: np.ndarray, candidates: np.ndarray, hnsw_cos: np.ndarray,
+              talent: int | None, k: int, lam: float) -> list[list[Hit]]:
+        """Rank one talent's queries among HNSW's candidates joined with the talent's list,
+        all re-scored from the stored embeddings in a few batched products."""
+        width, embeddings = candidates.shape[1], self.index.embeddings
+        # one matrix-vector product per query: a batched product can round differently with
+        # the batch size, and retrieval must not depend on how queries were batched
+        cosines = np.stack([embeddings[c] @ q for c, q in zip(candidates, queries, strict=True)])
+        if talent is None:
+            priors = np.zeros_like(cosines)
+        else:
+            block, top, top_w, _ = self._talent_blocks[talent]
+            already = (top[None, :, None] == candidates[:, None, :]).any(axis=2)
+            candidates = np.concatenate([candidates, np.broadcast_to(top, (len(queries), len(top)))], axis=1)
+            cosines = np.concatenate([cosines, np.stack([block @ q for q in queries])], axis=1)
+            priors = lam * np.concatenate([self.weights[talent][candidates[:, :width]],
+                                           np.broadcast_to(top_w, already.shape)], axis=1)
+        scores = cosines + priors
+        if talent is not None:
+            scores[:, width:][already] = -np.inf  # a skill HNSW already returned counts once
+        order = np.lexsort((candidates, -scores), axis=1)[:, :k]
+        rankings = self._hits(*(np.take_along_axis(a, order, axis=1) for a in (candidates, cosines, priors)))
+        if talent is not None and width < len(self.skills):
+            rankings = self._check_floor(rankings, queries, scores, order, hnsw_cos, talent, k, lam)
+        return rankings
 
-    def _rescore_all(self, query: np.ndarray, talent: int | None, k: int, lam: float) -> list[Hit]:
-        positions = np.arange(len(self.skills))
-        scores, cosines, priors = self._score(query, positions, talent, lam)
-        order = np.lexsort((positions, -scores))[:k]
-        return [Hit(self.index.ids[i], float(cosines[i]), float(priors[i])) for i in order]
+    def _check_floor(self, rankings: list[list[Hit]], queries: np.ndarray, scores: np.ndarray,
+                     order: np.ndarray, hnsw_cos: np.ndarray, talent: int, k: int, lam: float) -> list[list[Hit]]:
+        """Re-rank over every skill the queries whose k-th score an outside skill could beat:
+        outside the candidates `cos <= c_m` (HNSW's last cosine) and `w <= w_m` (the largest
+        weight off the talent's list); a negative prior never lifts an outside skill."""
+        floor = hnsw_cos[:, -1] + max(lam * self._talent_blocks[talent][3], 0.0)
+        kth = np.take_along_axis(scores, order[:, k - 1 : k], axis=1)[:, 0]
+        for row in np.flatnonzero(kth < floor):
+            rankings[row] = self._rank_all(queries[row], talent, k, lam)
+        return rankings
 
-    def _score(self, query: np.ndarray, positions: np.ndarray, talent: int | None, lam: float):
-        cosines = self.index.embeddings[positions] @ query
-        priors = (lam * self.weights[talent, positions] if talent is not None
-                  else np.zeros(len(positions), dtype=np.float32))
-        return cosines + priors, cosines, priors
+    def _rank_all(self, query: np.ndarray, talent: int | None, k: int, lam: float) -> list[Hit]:
+        """Brute force over every skill, without copying the embedding matrix."""
+        cosines = self.index.embeddings @ query
+        priors = lam * self.weights[talent] if talent is not None else np.zeros_like(cosines)
+        scores = cosines + priors
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        tied = np.flatnonzero(scores >= kth)  # every skill that could be in the top k, ties included
+        best = tied[np.lexsort((tied, -scores[tied]))[:k]]
+        return self._hits(best[None], cosines[best][None], priors[best][None])[0]
+
+    def _hits(self, positions: np.ndarray, cosines: np.ndarray, priors: np.ndarray) -> list[list[Hit]]:
+        ids = self.index.ids
+        return [[Hit(ids[p], c, w) for p, c, w in zip(*row, strict=True)]
+                for row in zip(positions.tolist(), cosines.tolist(), priors.tolist(), strict=True)]
 
     def exact_topk(self, query_vector: np.ndarray, talent: str | None, k: int, lam: float) -> list[str]:
         """Brute-force reference of the same formula (tests and benchmarks)."""
         query = normalize_rows(np.atleast_2d(query_vector))[0]
-        return [h.skill_id for h in self._rescore_all(query, self.talent_index(talent), k, lam)]
+        k = min(int(k), len(self.skills))
+        return [h.skill_id for h in self._rank_all(query, self.talent_index(talent), k, lam)] if k > 0 else []
 
 
-def _top_weighted(row: np.ndarray) -> tuple[list[int], float]:
-    """A talent's nonzero-weight skills (at most MAX_TALENT_CANDIDATES, best first) and the
-    largest weight left out (the bound used by the exactness check)."""
+def _talent_block(embeddings: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """A talent's nonzero-weight skills (at most MAX_TALENT_CANDIDATES, best first) as a
+    contiguous embedding block with their positions and weights, and the largest weight
+    left out (the bound used by the floor check)."""
     nonzero = np.flatnonzero(row > 0)
     order = nonzero[np.lexsort((nonzero, -row[nonzero]))]
     kept, rest = order[:MAX_TALENT_CANDIDATES], order[MAX_TALENT_CANDIDATES:]
-    return [int(i) for i in kept], float(row[rest].max()) if len(rest) else 0.0
+    return (np.ascontiguousarray(embeddings[kept]), kept.astype(np.int64), row[kept].astype(np.float32),
+            float(row[rest].max()) if len(rest) else 0.0)
 
 
 def check_same_embedder(stored: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
