@@ -311,6 +311,10 @@ def build_app() -> typer.Typer:
 def main(argv: list[str] | None = None) -> None:
     app = build_app()
     try:
+        if argv is None:  # a real process entry, not a call from Python
+            from talentrl_cli.distributed import relaunch_under_torchrun
+
+            relaunch_under_torchrun(sys.argv[1:])
         app(args=argv, prog_name="talentrl")
     except TalentRLError as err:
         if _state["verbose"]:

@@ -7,7 +7,7 @@ graph mirrors the local store. The W&B artifact for a talentrl artifact holds on
 and a consumer's `use_artifact` build byte-identical artifacts and W&B links them by digest
 without uploading model weights twice.
 
-Nothing secret is logged: configs pass through `config.redact`, and W&B reads its key from
+In a data-parallel run only rank 0 opens a W&B run. Nothing secret is logged: configs pass through `config.redact`, and W&B reads its key from
 its own login, never from our config.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from talentrl_cli.config import redact
+from talentrl_cli.distributed import is_main_process
 from talentrl_cli.errors import ConfigError
 
 MODES = ("disabled", "offline", "online")
@@ -80,7 +81,7 @@ def track(tracking_cfg: Any, *, stage: str, config: dict[str, Any], root: Path) 
     mode = str(tracking_cfg.get("mode", "disabled"))
     if mode not in MODES:
         raise ConfigError(f"tracking.mode={mode!r} is not one of {', '.join(MODES)}")
-    if mode == "disabled":
+    if mode == "disabled" or not is_main_process():  # data-parallel workers: rank 0 alone tracks
         yield Tracker()
         return
     run = _init_run(tracking_cfg, mode=mode, stage=stage, config=config, root=root)

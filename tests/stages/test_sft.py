@@ -151,9 +151,8 @@ def test_full_finetune_and_merged_export(run_cli, indexed):
 
 @pytest.mark.slow
 def test_two_process_data_parallel_cpu_run_gives_the_same_artifact_format(run_cli, indexed):
-    """`accelerate launch --multi_gpu --num_processes 2` on a CPU-only machine: torchrun + gloo.
-    (`accelerate launch --cpu --num_processes 2` starts a single process in accelerate 1.15
-    unless an mpirun hostfile is configured.)"""
+    """`accelerate launch --cpu --num_processes 2`: two gloo processes (the entry point
+    re-launches under torchrun, see `distributed`), and the artifact format of a single run."""
     import os
     import subprocess
     import sys
@@ -163,7 +162,7 @@ def test_two_process_data_parallel_cpu_run_gives_the_same_artifact_format(run_cl
     accelerate = Path(sys.executable).with_name("accelerate")
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     proc = subprocess.run(
-        [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        [str(accelerate), "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
          "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
          "-m", "talentrl_cli", "--artifacts-root", str(run_cli.root), "sft", "--force", *FAST,
          "sft.max_steps=2"],

@@ -4,7 +4,7 @@
     talentrl sft model=smollm2 sft.epochs=2 sft.lr=1e-4 sft.mode=flat
     talentrl sft sft.full_finetune=true sft.merge=true  # full fine-tuning; merged/ export
     talentrl sft --resume                               # continue an interrupted run (= sft.resume=true)
-    accelerate launch --multi_gpu --num_processes 2 -m talentrl_cli sft   # data-parallel; gloo on a CPU-only machine
+    accelerate launch --cpu --num_processes 2 -m talentrl_cli sft   # data-parallel on a CPU (gloo)
 
 One example per labelled successful trajectory of the mine artifact: the routing turn
 (answer: its mined talent) and its ReAct turns with `R(x, label)` from the index artifact in
@@ -21,9 +21,10 @@ tokenizer, `base_model.json` (the base model's kind, id and local path), `train_
 Several processes: under `accelerate launch` or `torchrun` TRL trains data-parallel (DDP;
 gloo when no GPU is present); every rank builds the dataset, rank 0 alone saves and
 publishes, the other ranks exit 0 after training. The artifact has the same format, with
-`world_size` in its metrics. On a CPU-only machine launch with `--multi_gpu` (it means
-"torchrun"): accelerate 1.15's `accelerate launch --cpu --num_processes 2` starts a single
-process unless an mpirun hostfile is configured. `torchrun --nproc_per_node 2 -m talentrl_cli sft` also works.
+`world_size` in its metrics; only rank 0 opens a W&B run. On a CPU, `accelerate launch --cpu
+--num_processes 2 -m talentrl_cli sft` works: accelerate 1.15 would start a single process there
+(it spawns CPU workers only through MPI), so the entry point re-launches itself under torchrun
+(see `distributed`). `--multi_gpu` and `torchrun --nproc_per_node 2 -m talentrl_cli sft` work too.
 
 Checkpoints live outside the run's staging folder, in
 `<artifacts root>/.checkpoints/sft/<key>/checkpoint-N/`, where `<key>` hashes the config
@@ -40,6 +41,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from talentrl_cli.distributed import is_main_process
 from talentrl_cli.stages import Stage, register_stage
 
 
@@ -53,11 +55,11 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     resume = bool(cfg.sft.resume)
     if resume and sft_train.last_checkpoint(checkpoints) is None:
         print(f"sft: no checkpoint under {checkpoints}; starting from scratch", file=sys.stderr)
-    if not resume and _is_main_process():
+    if not resume and is_main_process():
         shutil.rmtree(checkpoints, ignore_errors=True)
     metrics = sft_train.train(cfg, [e["messages"] for e in examples], out_dir, checkpoints, resume)
     metrics["mode"] = str(cfg.sft.mode)
-    if not _is_main_process():
+    if not is_main_process():
         raise SystemExit(0)  # data-parallel workers: rank 0 alone publishes the artifact
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metrics
@@ -91,12 +93,6 @@ def checkpoint_dir(out_dir: Path, cfg: Any, inputs: dict[str, Any]) -> Path:
     digests = {name: artifact.digest for name, artifact in sorted(inputs.items())}
     key = hashlib.sha256(json.dumps([config, digests], sort_keys=True).encode()).hexdigest()[:16]
     return out_dir.resolve().parent.parent / ".checkpoints" / "sft" / key
-
-
-def _is_main_process() -> bool:
-    import os
-
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 STAGE = register_stage(Stage(
