@@ -12,7 +12,8 @@ import pytest
 from talentrl_cli.artifacts import ArtifactStore
 
 WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200")
-FAST = (*WORLD, "eval.limit=3", "eval.max_new_tokens=6", "eval.max_steps=2", "eval.n_bootstrap=200", "index.k=2")
+EVAL_FAST = ("eval.limit=3", "eval.max_new_tokens=6", "eval.max_steps=2", "eval.n_bootstrap=200", "index.k=2")
+FAST = (*WORLD, *EVAL_FAST)
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +67,28 @@ def test_eval_rejects_unknown_modes_and_skill_modes_without_an_index(run_cli, in
     assert code == 1 and "bogus" in err
     code, _, err = run_cli("eval", "inputs.model=none", "inputs.index=none", *FAST, "eval.modes=[flat]")
     assert code == 1 and "zero_shot" in err
+
+
+def test_eval_on_a_qa_file_with_a_corpus_and_generated_routing(run_cli, indexed, tmp_path):
+    """env=qa (JSONL questions + passage corpus, dense search) and eval.routing=generate."""
+    from talentrl_cli.jsonl import write_jsonl
+
+    questions, corpus = tmp_path / "qa.jsonl", tmp_path / "corpus.jsonl"
+    write_jsonl(questions, [{"id": f"q{i}", "question": f"Where was person {i} born?", "answers": [f"Town {i}"]}
+                            for i in range(3)])
+    write_jsonl(corpus, [{"id": f"p{i}", "title": f"Person {i}", "contents": f'"Person {i}"\nPerson {i} was born in Town {i}.'}
+                         for i in range(3)])
+    code, out, err = run_cli("eval", "inputs.model=none", *EVAL_FAST, "env=qa", f"env.path={questions}",
+                             f"env.corpus={corpus}", "eval.modes=[zero_shot,talent]", "eval.routing=generate")
+    assert code == 0, err
+    artifact = ArtifactStore(run_cli.root).resolve(out.split()[-1])
+    rows = [json.loads(line) for line in (artifact.path / "results.jsonl").open()]
+    assert len(rows) == 2 * 3 and {r["mode"] for r in rows} == {"zero_shot", "talent"}
+    # a generated route is one parsed label (None on a parse failure), not a distribution
+    index = ArtifactStore(run_cli.root).resolve("index:latest")
+    names = {json.loads(line)["name"] for line in (index.path / "talents.jsonl").open()}
+    assert all(r["route"] == {} and (r["talent"] is None or r["talent"] in names)
+               for r in rows if r["mode"] == "talent")
+    metrics = json.loads((artifact.path / "metrics.json").read_text())
+    assert metrics["benchmark"].startswith("qa/") and metrics["n_tasks"] == 3
+    assert "routing_accuracy" not in metrics["modes"]["talent"]  # no gold strategy in a QA file
