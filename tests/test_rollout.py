@@ -20,13 +20,13 @@ def setup():
     return model, tok, env, env.tasks("dev")[:16]
 
 
-def _run(setup, batch_size, temperature=0.0, rollout=0, talent=None, n=16):
+def _run(setup, batch_size, temperature=0.0, rollout=0, talent=None, n=16, backend=None):
     from talentrl_cli.generation import HFBackend
     from talentrl_cli.rollout import RolloutConfig, run_episodes, start_episode
 
     model, tok, env, tasks = setup
     tasks = tasks[:n]
-    backend = HFBackend(model, tok, batch_size=batch_size)
+    backend = backend or HFBackend(model, tok, batch_size=batch_size)
     menu = [talent] if talent else None
     episodes = [start_episode(tok, t, talent, [], menu, rollout=rollout) for t in tasks]
     cfg = RolloutConfig(max_steps=2, max_new_tokens=8, temperature=temperature)
@@ -104,3 +104,40 @@ def test_backend_choice_falls_back_to_hf_without_vllm_and_a_gpu(setup):
     if importlib.util.find_spec("vllm") is None:
         with pytest.raises(TalentRLError, match="vllm"):
             make_backend(model, tok, "vllm")
+
+
+def test_shared_prefix_scores_match_full_sequences_and_ignore_batching(setup):
+    """`HFBackend.score` encodes a shared prompt once; each score equals a full teacher-forced
+    pass and does not change with the batch size, the pair order or the continuation lengths."""
+    import torch
+
+    from talentrl_cli.generation import HFBackend
+
+    model, tok, _, _ = setup
+    prompts = [tok.encode("the capital of"), tok.encode("one two three four"), [tok.encode("x")[0]]]
+    conts = [tok.encode(" France"), tok.encode(" five six seven"), tok.encode(" a")]
+    pairs = [(p, c) for p in prompts for c in conts]
+    wide = HFBackend(model, tok, batch_size=16).score([p for p, _ in pairs], [c for _, c in pairs])
+    narrow = HFBackend(model, tok, batch_size=1).score([p for p, _ in pairs[::-1]], [c for _, c in pairs[::-1]])
+    assert wide == narrow[::-1]
+    for (prompt, cont), got in zip(pairs, wide, strict=True):
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([prompt + cont])).logits[0, :-1].float(), -1)
+        expected = sum(float(logp[len(prompt) - 1 + j, t]) for j, t in enumerate(cont))
+        assert abs(got - expected) < 1e-3
+
+
+def test_later_turns_reuse_the_episode_cache_and_decode_the_same_tokens(setup):
+    """Turn 2+ encodes only the new tokens on top of the episode's stored KV cache; greedy
+    output equals re-encoding the whole history (prefix cache off)."""
+    from talentrl_cli.generation import HFBackend
+
+    model, tok, _, _ = setup
+    reused = HFBackend(model, tok, batch_size=5)  # 16 episodes: chunks of 5, 5, 5, 1
+    seen = []
+    original = reused.prefixes.batch
+    reused.prefixes.batch = lambda keys, lengths: seen.append(sum(lengths)) or original(keys, lengths)
+    with_cache = _run(setup, 5, backend=reused)
+    without = _run(setup, 5, backend=HFBackend(model, tok, batch_size=5, prefix_cache_bytes=0))
+    assert _generated(with_cache) == _generated(without)
+    assert sum(seen) > 0 and len(reused.prefixes) == 0  # reused on turn 2, forgotten at the end

@@ -14,7 +14,9 @@ The rollout engine (`talentrl_cli.rollout`) and so eval and RL only talk to a `B
 
 `HFBackend` (default) runs a transformers causal LM with left padding and a KV cache. Rows
 that finished keep their slot (pad tokens) until the whole batch stops; callers send only the
-episodes still running. `VLLMBackend` is used when vLLM is installed and a GPU is present
+episodes still running. A prompt that extends an earlier call's prompt and completion (the
+next turn of an episode) reuses that row's KV cache (`prefix_cache`), so each turn encodes
+only its new tokens. `VLLMBackend` is used when vLLM is installed and a GPU is present
 (`make_backend(kind="auto")`); it is import-guarded so CPU machines never import it.
 """
 
@@ -82,10 +84,20 @@ def vllm_available() -> bool:
 class HFBackend:
     """A transformers causal LM: left-padded batches, KV cache, per-row generators."""
 
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16):
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16, prefix_cache_bytes: int = 2 << 30):
+        from talentrl_cli import prefix_cache
+
         self.model, self.tokenizer, self.batch_size = model, tokenizer, max(1, int(batch_size))
         self.eos_ids = _eos_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        # each episode's KV cache, reused by its next turn (see prefix_cache)
+        self.prefixes = (prefix_cache.PrefixCache(prefix_cache_bytes)
+                         if prefix_cache_bytes > 0 and prefix_cache.supported(model) else None)
+
+    def forget(self) -> None:
+        """Drop the cached histories (the rollout engine calls it when its episodes end)."""
+        if self.prefixes is not None:
+            self.prefixes.clear()
 
     @property
     def device(self) -> Any:
@@ -103,10 +115,9 @@ class HFBackend:
                         params: SamplingParams) -> list[Completion]:
         import torch
 
-        ids, mask = left_pad(prompts, self.pad_id, self.device)
+        cache, mask, step_ids = self._start(prompts)
         gens = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
         rows = [_Row() for _ in prompts]
-        cache, step_ids = None, ids
         with torch.inference_mode():
             for _ in range(params.max_new_tokens):
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
@@ -119,7 +130,23 @@ class HFBackend:
                     break
                 step_ids = chosen.unsqueeze(1).to(self.device)
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        if self.prefixes is not None and cache is not None:  # it holds each prompt + all but the last sampled token
+            self.prefixes.store(cache, mask[:, : cache.get_seq_length()],
+                                [([*p, *r.ids], len(p) + len(r.ids) - 1) for p, r in zip(prompts, rows, strict=True)])
         return [r.completion(self.tokenizer) for r in rows]
+
+    def _start(self, prompts: Sequence[Sequence[int]]) -> tuple[Any, Any, Any]:
+        """(cache, attention mask, input ids) for the first forward pass: the prompts, or
+        only their new tokens on top of the cached histories they extend."""
+        import torch
+
+        found = [self.prefixes.lookup(p) for p in prompts] if self.prefixes else []
+        if not any(n for _, n in found):
+            ids, mask = left_pad(prompts, self.pad_id, self.device)
+            return None, mask, ids
+        cache, cached_mask = self.prefixes.batch([key if n else None for key, n in found], [n for _, n in found])
+        ids, new_mask = left_pad([p[n:] for p, (_, n) in zip(prompts, found, strict=True)], self.pad_id, self.device)
+        return cache, torch.cat([cached_mask.to(new_mask.device), new_mask], dim=1), ids
 
     def _pick(self, logits: Any, gens: list[Any], rows: list[_Row], params: SamplingParams) -> Any:
         """Choose each running row's next token; finished rows get the pad token."""
@@ -136,23 +163,39 @@ class HFBackend:
         return chosen
 
     def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[float]:
-        out: list[float] = []
-        for start in range(0, len(prompts), self.batch_size):
-            chunk = slice(start, start + self.batch_size)
-            out.extend(self._score_batch(prompts[chunk], continuations[chunk]))
+        """Sum of log p(continuation | prompt) per pair, teacher-forced.
+
+        Pairs that share a prompt (every talent label of one task) share its KV cache: the
+        prompt is encoded once, alone, and each continuation runs alone on top of it (the
+        cache is cropped back after each). Routing then costs one prefill per task instead of
+        one per (task, talent); and since no pass holds another pair or padding, no score
+        depends on the batch size or on which pairs were sent together."""
+        by_prompt: dict[tuple[int, ...], list[int]] = {}
+        for i, prompt in enumerate(prompts):
+            by_prompt.setdefault(tuple(prompt), []).append(i)
+        out = [0.0] * len(prompts)
+        for prompt, rows in by_prompt.items():
+            for i, value in zip(rows, self._score_after(prompt, [continuations[i] for i in rows]), strict=True):
+                out[i] = value
         return out
 
-    def _score_batch(self, prompts: Sequence[Sequence[int]], conts: Sequence[Sequence[int]]) -> list[float]:
+    def _score_after(self, prompt: Sequence[int], conts: Sequence[Sequence[int]]) -> list[float]:
         import torch
 
-        full = [list(p) + list(c) for p, c in zip(prompts, conts, strict=True)]
-        ids, mask = left_pad(full, self.pad_id, self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        device, prefix_len = self.device, len(prompt) - 1
+        scores = []
         with torch.inference_mode():
-            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.float()
-        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-        width = ids.shape[1]
-        return [float(logp[i, width - 1 - len(c):].sum()) for i, c in enumerate(conts)]
+            cache = (self.model(input_ids=torch.tensor([list(prompt[:-1])], device=device), use_cache=True,
+                                logits_to_keep=1).cache if prefix_len else None)
+            for cont in conts:
+                ids = torch.tensor([[prompt[-1], *cont]], device=device)
+                positions = torch.arange(prefix_len, prefix_len + ids.shape[1], device=device)[None]
+                result = self.model(input_ids=ids, position_ids=positions, cache=cache, use_cache=cache is not None)
+                logp = torch.log_softmax(result.logits[0, :-1].float(), dim=-1)
+                scores.append(float(logp.gather(-1, ids[0, 1:, None]).sum()))
+                if cache is not None:
+                    cache.crop(-ids.shape[1])  # back to the prompt
+        return scores
 
 
 @dataclass

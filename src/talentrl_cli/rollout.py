@@ -163,6 +163,8 @@ def run_episodes(backend: Any, env: Any, episodes: Sequence[Episode], cfg: Rollo
         if not ep.done:
             _close(ep, "max_steps")
         ep.env = None
+    if hasattr(backend, "forget"):
+        backend.forget()  # these histories will not be extended again
     return list(episodes)
 
 
