@@ -23,6 +23,7 @@ SKILLS = [Skill(id="s1", name="Find the mentor", when_to_use="A question names a
 HISTORY = [Step(thought="Find the mentor first.", action="fetch[Orvandel]", observation="Orvandel was mentored by Kestrimo."),
            Step(action="respond[Kestrimo]", observation="Done.")]
 TASK = "Who mentored Orvandel?"
+TOOLS = "(1) fetch[name]: the person's record.\n(2) respond[answer]: give the final answer."
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +53,9 @@ def check_golden(name: str, text: str) -> None:
 CASES = {
     "routing": lambda: prompts.routing_messages(TASK, TALENTS),
     "talent": lambda: prompts.execution_messages(TASK, TALENTS[0], SKILLS, HISTORY, talents=TALENTS,
-                                                 observe_last=False),
+                                                 observe_last=False, tools=TOOLS),
     "flat": lambda: prompts.execution_messages(TASK, None, SKILLS, HISTORY[:1]),
-    "none": lambda: prompts.execution_messages(TASK, None, None),
+    "none": lambda: prompts.execution_messages(TASK, None, None, tools=TOOLS),
 }
 
 

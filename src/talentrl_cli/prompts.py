@@ -74,9 +74,12 @@ def routing_messages(task: str, talents: Sequence[Any]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def execution_context(task: str, talent: Any | None, skills: Sequence[Any] | None) -> str:
-    """The execution turn's user message: task, talent (unless flat), skills (unless none)."""
+def execution_context(task: str, talent: Any | None, skills: Sequence[Any] | None, tools: str = "") -> str:
+    """The execution turn's user message: task, the environment's tools (`env.describe_tools()`),
+    talent (unless flat), skills (unless none)."""
     parts = [f"Task: {task.strip()}"]
+    if tools.strip():
+        parts.append(f"Tools:\n{tools.strip()}")
     if talent is not None:
         parts.append(f"Talent: {talent.name}: {_one_line(talent.description)}")
     if skills:
@@ -87,7 +90,7 @@ def execution_context(task: str, talent: Any | None, skills: Sequence[Any] | Non
 
 def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | None,
                        history: Sequence[Any] = (), talents: Sequence[Any] | None = None,
-                       observe_last: bool = True) -> list[dict[str, str]]:
+                       observe_last: bool = True, tools: str = "") -> list[dict[str, str]]:
     """The conversation up to the next execution turn.
 
     `talents` given (talent-aware): the routing turn and its answer come first. `history`
@@ -98,7 +101,7 @@ def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | No
         messages.append({"role": "assistant", "content": talent_answer(talent.name)})
     else:
         messages = [{"role": "system", "content": SYSTEM_PROMPT if talent is not None else FLAT_SYSTEM_PROMPT}]
-    messages.append({"role": "user", "content": execution_context(task, talent, skills)})
+    messages.append({"role": "user", "content": execution_context(task, talent, skills, tools)})
     for i, step in enumerate(history):
         messages.append({"role": "assistant", "content": format_turn(step.thought, step.action)})
         if observe_last or i < len(history) - 1:

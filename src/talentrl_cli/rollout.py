@@ -136,10 +136,12 @@ def retrieve(bank: Any, vectors: Any, talents: Sequence[str | None], k: int, lam
 
 
 def start_episode(tokenizer: Any, task: Any, talent: Any | None, skills: Sequence[Any] | None,
-                  menu: Sequence[Any] | None = None, rollout: int = 0) -> Episode:
+                  menu: Sequence[Any] | None = None, rollout: int = 0, tools: str = "") -> Episode:
     """An episode before its first execution turn. `menu` given: talent-aware, with the
-    routing turn (its label tokens masked ROUTE) in the sequence."""
-    messages = prompts.execution_messages(task.question, talent, skills, talents=menu if talent else None)
+    routing turn (its label tokens masked ROUTE) in the sequence; `tools`: the env's
+    `describe_tools()`."""
+    messages = prompts.execution_messages(task.question, talent, skills, talents=menu if talent else None,
+                                          tools=tools)
     ids, mask = encode(tokenizer, messages, True)
     return Episode(task=task, rollout=rollout, talent=talent.name if talent else None,
                    skills=[s.id for s in skills or []], messages=messages, ids=ids, mask=mask)

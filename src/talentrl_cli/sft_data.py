@@ -43,8 +43,9 @@ def load_labelled(mine: Any) -> list[tuple[Any, str]]:
 
 
 def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors: Any, mode: str,
-                   k: int, lam: float) -> list[dict[str, Any]]:
-    """The conversational examples for `mode`; `query_vectors[i]` embeds labelled[i]'s task."""
+                   k: int, lam: float, tools: str = "") -> list[dict[str, Any]]:
+    """The conversational examples for `mode`; `query_vectors[i]` embeds labelled[i]'s task;
+    `tools` describes the environment's actions, as eval's prompts do."""
     from talentrl_cli import prompts
 
     if mode not in MODES:
@@ -61,7 +62,7 @@ def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors
         skills = [bank.skill_by_id[h.skill_id] for h in row]
         messages = prompts.execution_messages(
             trajectory.task.question, talent, skills, trajectory.steps,
-            talents=bank.talents if mode == "talent" else None, observe_last=False)
+            talents=bank.talents if mode == "talent" else None, observe_last=False, tools=tools)
         examples.append({"id": trajectory.id, "talent": talent.name if talent else None,
                          "skills": [s.id for s in skills], "messages": messages})
     return examples

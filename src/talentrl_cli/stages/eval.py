@@ -164,7 +164,8 @@ class Context:
         tasks = tasks if tasks is not None else self.tasks
         tok = self.backend.tokenizer
         menu_talents = list(self.talents.values()) if menu else None
-        episodes = [start_episode(tok, task, self.talents.get(name) if name else None, sk, menu_talents)
+        tools = self.env.describe_tools()
+        episodes = [start_episode(tok, task, self.talents.get(name) if name else None, sk, menu_talents, tools=tools)
                     for task, name, sk in zip(tasks, names, skills, strict=True)]
         return run_episodes(self.backend, self.env, episodes, self.rollout)
 

@@ -8,7 +8,8 @@
 
 One example per labelled successful trajectory of the mine artifact: the routing turn
 (answer: its mined talent) and its ReAct turns with `R(x, label)` from the index artifact in
-context (`sft.mode=flat`: flat retrieval, no routing turn; `sft.mode=none`: no skills). Loss is
+context (`sft.mode=flat`: flat retrieval, no routing turn; `sft.mode=none`: no skills), and the
+tools of `env=` described as eval describes them. Loss is
 on assistant tokens only; observations are user turns and are masked (see `sft_data`,
 `sft_train`, `prompts`).
 
@@ -68,6 +69,7 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
 def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     from talentrl_cli import sft_data
     from talentrl_cli.embedding import Embedder
+    from talentrl_cli.envs import make_env
     from talentrl_cli.errors import DataError
     from talentrl_cli.skillbank import SkillBank
 
@@ -81,7 +83,7 @@ def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     bank = SkillBank.load(index.path, embedder.identity(), int(cfg.index.oversample))
     vectors = embedder.encode([t.task.question for t, _ in labelled]) if cfg.sft.mode != "none" else None
     return sft_data.build_examples(labelled, bank, vectors, str(cfg.sft.mode), int(cfg.index.k),
-                                   float(cfg.index.lam))
+                                   float(cfg.index.lam), tools=make_env(str(cfg.env.name), cfg.env, int(cfg.seed)).describe_tools())
 
 
 def checkpoint_dir(out_dir: Path, cfg: Any, inputs: dict[str, Any]) -> Path:
@@ -101,6 +103,6 @@ STAGE = register_stage(Stage(
     summary="Talent-aware supervised fine-tuning (TRL SFTTrainer, PEFT LoRA by default).",
     example="talentrl sft model=smollm2 sft.mode=talent sft.epochs=2 sft.lr=1e-4",
     inputs={"mine": ("mine",), "index": ("index",)},
-    sections=("seed", "sft", "model", "index", "embedder"),
+    sections=("seed", "sft", "model", "index", "embedder", "env"),
     flags={"resume": ("sft.resume=true", "Continue from the last checkpoint of this config and inputs")},
 ))
