@@ -5,8 +5,9 @@
 Candidates for a query are HNSW's top `k * oversample` skills joined with the talent's
 highest-weighted skills (so the prior can lift a skill HNSW would not return), and every
 candidate is re-scored from the stored float32 embeddings. Each talent's list is kept as a
-contiguous embedding block, so a batch of queries with the same talent costs two matrix
-products on top of the HNSW search (the retrieval benchmark measures the overhead).
+contiguous embedding block, so a query costs two small matrix-vector products on top of the
+HNSW search, and the ranking is vectorised over the queries that share a talent (the
+retrieval benchmark measures the overhead).
 
 How exact it is: a skill outside the candidates has `w <= w_m` (the largest weight off the
 talent's list) and, *if HNSW's top `k * oversample` is itself exact*, `cos <= c_m` (the last
@@ -132,7 +133,7 @@ class SkillBank:
     def _rank(self, queries: np.ndarray, candidates: np.ndarray, hnsw_cos: np.ndarray,
               talent: int | None, k: int, lam: float) -> list[list[Hit]]:
         """Rank one talent's queries among HNSW's candidates joined with the talent's list,
-        all re-scored from the stored embeddings in a few batched products."""
+        re-scored from the stored embeddings; ranking and the floor check run on the whole group."""
         width, embeddings = candidates.shape[1], self.index.embeddings
         # one matrix-vector product per query: a batched product can round differently with
         # the batch size, and retrieval must not depend on how queries were batched
