@@ -2,7 +2,7 @@
 
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # full run, 15-30 min (below)
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
-    python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only
+    python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only (731 s under load 2-3)
 
 Collections (384-d, cosine): 10k and 100k random unit vectors (seeded), and MiniLM
 (all-MiniLM-L6-v2, the packaged model, through `Embedder` and its disk cache) embeddings of
