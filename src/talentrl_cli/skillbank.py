@@ -56,7 +56,6 @@ class SkillBank:
         self.oversample = oversample
         self.talent_pos = {t.name: i for i, t in enumerate(talents)}
         self.skill_by_id = {s.id: s for s in skills}
-        self.position = {sid: i for i, sid in enumerate(index.ids)}
         self._talent_blocks = [_talent_block(index.embeddings, row) for row in self.weights]
 
     # -- building and loading --------------------------------------------------------------
