@@ -3,6 +3,7 @@
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # full run, 15-30 min (below)
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
     python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only (731 s under load 2-3)
+    python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32 --efs 128 512 1024 2048   # where recall reaches 0.98
 
 Collections (384-d, cosine): 10k and 100k random unit vectors (seeded), and MiniLM
 (all-MiniLM-L6-v2, the packaged model, through `Embedder` and its disk cache) embeddings of
@@ -542,6 +543,8 @@ def main() -> None:
     parser.add_argument("--Ms", type=int, nargs="+", default=[16, 32], help="HNSW M values")
     parser.add_argument("--sizes", type=int, nargs="+", default=None,
                         help="random collection sizes (default 10000 100000; the last one gets the bank)")
+    parser.add_argument("--efs", type=int, nargs="+", default=None,
+                        help="query-time ef values to sweep (default 16 32 64 128 256)")
     args = parser.parse_args()
     if args.quick:
         sizes, n_minilm, n_queries, args.n_single, args.n_agreement = [2000], 2000, 256, 50, 200
@@ -549,7 +552,7 @@ def main() -> None:
     else:
         sizes, n_minilm, n_queries, args.n_single, args.n_agreement = (
             args.sizes or [10_000, 100_000], 10_000, 512, 100, 500)
-        args.efs, args.reps = [16, 32, 64, 128, 256], args.reps or 3
+        args.efs, args.reps = args.efs or [16, 32, 64, 128, 256], args.reps or 3
     args.bank_name = f"random-{_short(sizes[-1])}"
 
     start = time.perf_counter()

@@ -55,6 +55,23 @@ def test_batched_equals_one_at_a_time():
     assert batched == single
 
 
+def test_a_skill_from_both_hnsw_and_the_talent_list_counts_once():
+    bank, _ = _bank()
+    top = max(bank.talents[0].skills.items(), key=lambda kv: kv[1])[0]
+    query = bank.index.embeddings[bank.index.ids.index(top)]
+    ids = [h.skill_id for h in bank.retrieve(query, "t0", k=5, lam=0.3)[0]]
+    assert ids[0] == top and len(set(ids)) == 5
+    assert ids == bank.exact_topk(query, "t0", 5, 0.3)
+
+
+def test_one_talent_per_query_or_one_for_all():
+    bank, rng = _bank(n=200)
+    queries = rng.normal(size=(3, 32)).astype(np.float32)
+    assert bank.retrieve(queries, "t2") == bank.retrieve(queries, ["t2"] * 3)
+    with pytest.raises(ValueError, match="2 talents for 3 queries"):
+        bank.retrieve(queries, ["t0", "t1"])
+
+
 def test_unknown_talent_is_a_config_error():
     bank, _ = _bank(n=100)
     with pytest.raises(ConfigError, match="unknown talent"):

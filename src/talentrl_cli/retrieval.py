@@ -144,10 +144,12 @@ class VectorIndex:
         positions, scores = self.query_positions(queries, k)
         return self._names(positions), scores
 
-    def query_positions(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def query_positions(self, queries: np.ndarray, k: int, *, normalized: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Like `query`, but row positions into `ids`/`embeddings` (n, k') instead of ids:
-        callers that re-score from `embeddings` skip the id round trip."""
-        q = normalize_rows(self._check_dim(queries, "query vectors"))
+        callers that re-score from `embeddings` skip the id round trip (and, with
+        `normalized=True`, a second normalisation of unit-length float32 queries)."""
+        q = self._check_dim(queries, "query vectors")
+        q = q if normalized else normalize_rows(q)
         k = min(int(k), len(self.ids))
         if self._hnsw is None or k == 0:
             return self._exact(q, k)

@@ -2,12 +2,13 @@
 
     score(s | x, t) = cos(e_x, e_s) + lam * w[t, s]        (lam = 0: the flat SkillBank)
 
-Candidates for a query are HNSW's top `k * oversample` skills joined with the talent's
-highest-weighted skills (so the prior can lift a skill HNSW would not return), and every
-candidate is re-scored from the stored float32 embeddings. Each talent's list is kept as a
-contiguous embedding block, so a query costs two small matrix-vector products on top of the
-HNSW search, and the ranking is vectorised over the queries that share a talent (the
-retrieval benchmark measures the overhead).
+Candidates for a query are HNSW's top `k * oversample` skills (with the cosines HNSW
+computed for them) joined with the talent's highest-weighted skills (so the prior can lift a
+skill HNSW would not return), scored exactly: each talent's list is one contiguous float32
+embedding block, so it costs one matrix-vector product per query on top of the HNSW search.
+The ranking then runs per query over a few dozen entries, which keeps a single query cheap
+and makes the result independent of how queries were batched (`bench/retrieval.py` measures
+the overhead over plain HNSW).
 
 How exact it is: a skill outside the candidates has `w <= w_m` (the largest weight off the
 talent's list) and, *if HNSW's top `k * oversample` is itself exact*, `cos <= c_m` (the last
@@ -56,7 +57,7 @@ class SkillBank:
         self.oversample = oversample
         self.talent_pos = {t.name: i for i, t in enumerate(talents)}
         self.skill_by_id = {s.id: s for s in skills}
-        self._talent_blocks = [_talent_block(index.embeddings, row) for row in self.weights]
+        self._talent_lists = [TalentList.of(index.embeddings, row) for row in self.weights]
 
     # -- building and loading --------------------------------------------------------------
 
@@ -114,72 +115,49 @@ class SkillBank:
         queries = normalize_rows(np.atleast_2d(np.asarray(query_vectors, dtype=np.float32)))
         if talents is None or isinstance(talents, str):
             talents = [talents] * len(queries)
-        rows_by_talent: dict[int | None, list[int]] = {}
-        for row, name in enumerate(talents):
-            talent = self.talent_index(name)  # validates the name even when lam = 0
-            rows_by_talent.setdefault(talent if lam != 0 else None, []).append(row)
+        if len(talents) != len(queries):
+            raise ValueError(f"{len(talents)} talents for {len(queries)} queries")
+        rows = [self.talent_index(name) for name in talents]  # validates names even when lam = 0
         k = min(int(k), len(self.skills))
         if k <= 0:
             return [[] for _ in queries]
-        candidates, hnsw_cos = self.index.query_positions(queries, k * self.oversample)
-        rankings: list[list[Hit]] = [[] for _ in queries]
-        for talent, rows in rows_by_talent.items():
-            for row, ranking in zip(rows, self._rank(queries[rows], candidates[rows], hnsw_cos[rows],
-                                                     talent, k, lam), strict=True):
-                rankings[row] = ranking
-        return rankings
+        candidates, hnsw_cos = self.index.query_positions(queries, k * self.oversample, normalized=True)
+        # One query at a time: HNSW dominates the cost, and a per-query path keeps the
+        # re-scoring lean at batch 1 and the result independent of how queries are batched.
+        return [self._rank(q, c, cos, None if lam == 0 else t, k, lam)
+                for q, c, cos, t in zip(queries, candidates, hnsw_cos, rows, strict=True)]
 
-    def _rank(self, queries: np.ndarray, candidates: np.ndarray, hnsw_cos: np.ndarray,
-              talent: int | None, k: int, lam: float) -> list[list[Hit]]:
-        """Rank one talent's queries among HNSW's candidates joined with the talent's list,
-        re-scored from the stored embeddings; ranking and the floor check run on the whole group."""
-        width, embeddings = candidates.shape[1], self.index.embeddings
-        # one matrix-vector product per query: a batched product can round differently with
-        # the batch size, and retrieval must not depend on how queries were batched
-        cosines = np.stack([embeddings[c] @ q for c, q in zip(candidates, queries, strict=True)])
+    def _rank(self, query: np.ndarray, candidates: np.ndarray, hnsw_cos: np.ndarray,
+              talent: int | None, k: int, lam: float) -> list[Hit]:
+        """Rank HNSW's candidates joined with the talent's best-scoring listed skills; fall
+        back to every skill when an outside skill could still make the top k. Plain Python
+        over a few dozen entries: right after an HNSW search the caches are cold and every
+        extra array operation shows in the latency (about 0.3 ms per query at 100k skills,
+        against 3 ms for the search itself; bench/retrieval.py)."""
+        positions, cosines = candidates.tolist(), hnsw_cos.tolist()
         if talent is None:
-            priors = np.zeros_like(cosines)
-        else:
-            block, top, top_w, _ = self._talent_blocks[talent]
-            already = (top[None, :, None] == candidates[:, None, :]).any(axis=2)
-            candidates = np.concatenate([candidates, np.broadcast_to(top, (len(queries), len(top)))], axis=1)
-            cosines = np.concatenate([cosines, np.stack([block @ q for q in queries])], axis=1)
-            priors = lam * np.concatenate([self.weights[talent][candidates[:, :width]],
-                                           np.broadcast_to(top_w, already.shape)], axis=1)
-        scores = cosines + priors
-        if talent is not None:
-            scores[:, width:][already] = -np.inf  # a skill HNSW already returned counts once
-        order = np.lexsort((candidates, -scores), axis=1)[:, :k]
-        rankings = self._hits(*(np.take_along_axis(a, order, axis=1) for a in (candidates, cosines, priors)))
-        if talent is not None and width < len(self.skills):
-            rankings = self._check_floor(rankings, queries, scores, order, hnsw_cos, talent, k, lam)
-        return rankings
-
-    def _check_floor(self, rankings: list[list[Hit]], queries: np.ndarray, scores: np.ndarray,
-                     order: np.ndarray, hnsw_cos: np.ndarray, talent: int, k: int, lam: float) -> list[list[Hit]]:
-        """Re-rank over every skill the queries whose k-th score an outside skill could beat:
-        outside the candidates `cos <= c_m` (HNSW's last cosine) and `w <= w_m` (the largest
-        weight off the talent's list); a negative prior never lifts an outside skill."""
-        floor = hnsw_cos[:, -1] + max(lam * self._talent_blocks[talent][3], 0.0)
-        kth = np.take_along_axis(scores, order[:, k - 1 : k], axis=1)[:, 0]
-        for row in np.flatnonzero(kth < floor):
-            rankings[row] = self._rank_all(queries[row], talent, k, lam)
-        return rankings
+            return _best_distinct(self.index.ids, positions, cosines, [0.0] * len(positions), k)
+        priors = (lam * self.weights[talent, candidates]).tolist()
+        listed = self._talent_lists[talent]
+        for found, more in zip((positions, cosines, priors), listed.best(query, lam, k), strict=True):
+            found.extend(more)
+        hits = _best_distinct(self.index.ids, positions, cosines, priors, k)
+        # Outside the candidates `cos <= hnsw_cos[-1]` and `w <= listed.outside_weight`;
+        # a negative prior never lifts an outside skill.
+        floor = cosines[len(candidates) - 1] + max(lam * listed.outside_weight, 0.0)
+        if len(candidates) < len(self.skills) and hits[-1].score < floor:
+            return self._rank_all(query, talent, k, lam)
+        return hits
 
     def _rank_all(self, query: np.ndarray, talent: int | None, k: int, lam: float) -> list[Hit]:
-        """Brute force over every skill, without copying the embedding matrix."""
+        """Brute force over every skill, without copying the embedding matrix; scores are
+        float64 sums of float32 cosines and priors, as in `_rank`."""
         cosines = self.index.embeddings @ query
         priors = lam * self.weights[talent] if talent is not None else np.zeros_like(cosines)
-        scores = cosines + priors
+        scores = np.add(cosines, priors, dtype=np.float64)
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         tied = np.flatnonzero(scores >= kth)  # every skill that could be in the top k, ties included
-        best = tied[np.lexsort((tied, -scores[tied]))[:k]]
-        return self._hits(best[None], cosines[best][None], priors[best][None])[0]
-
-    def _hits(self, positions: np.ndarray, cosines: np.ndarray, priors: np.ndarray) -> list[list[Hit]]:
-        ids = self.index.ids
-        return [[Hit(ids[p], c, w) for p, c, w in zip(*row, strict=True)]
-                for row in zip(positions.tolist(), cosines.tolist(), priors.tolist(), strict=True)]
+        return _best_distinct(self.index.ids, tied.tolist(), cosines[tied].tolist(), priors[tied].tolist(), k)
 
     def exact_topk(self, query_vector: np.ndarray, talent: str | None, k: int, lam: float) -> list[str]:
         """Brute-force reference of the same formula (tests and benchmarks)."""
@@ -188,15 +166,52 @@ class SkillBank:
         return [h.skill_id for h in self._rank_all(query, self.talent_index(talent), k, lam)] if k > 0 else []
 
 
-def _talent_block(embeddings: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """A talent's nonzero-weight skills (at most MAX_TALENT_CANDIDATES, best first) as a
-    contiguous embedding block with their positions and weights, and the largest weight
-    left out (the bound used by the floor check)."""
-    nonzero = np.flatnonzero(row > 0)
-    order = nonzero[np.lexsort((nonzero, -row[nonzero]))]
-    kept, rest = order[:MAX_TALENT_CANDIDATES], order[MAX_TALENT_CANDIDATES:]
-    return (np.ascontiguousarray(embeddings[kept]), kept.astype(np.int64), row[kept].astype(np.float32),
-            float(row[rest].max()) if len(rest) else 0.0)
+def _best_distinct(ids: list[str], positions: list[int], cosines: list[float], priors: list[float],
+                   k: int) -> list[Hit]:
+    """The k best of a few dozen entries by (score, then position), each skill once: one
+    that both HNSW and the talent's list returned counts at its better score."""
+    entries = sorted(zip(positions, cosines, priors, strict=True), key=lambda e: (-(e[1] + e[2]), e[0]))
+    seen: set[int] = set()
+    best = []
+    for entry in entries:
+        if entry[0] not in seen:
+            seen.add(entry[0])
+            best.append(Hit(ids[entry[0]], entry[1], entry[2]))
+            if len(best) == k:
+                break
+    return best
+
+
+@dataclass(frozen=True)
+class TalentList:
+    """A talent's nonzero-weight skills, best first and at most MAX_TALENT_CANDIDATES, as one
+    contiguous embedding block (a query scores them all with one matrix-vector product), and
+    the largest weight left off the list (the bound the floor check uses)."""
+
+    embeddings: np.ndarray  # (m, dim) float32
+    positions: list[int]
+    weights: np.ndarray  # (m,) float32
+    outside_weight: float
+
+    @classmethod
+    def of(cls, embeddings: np.ndarray, row: np.ndarray) -> TalentList:
+        nonzero = np.flatnonzero(row > 0)
+        order = nonzero[np.lexsort((nonzero, -row[nonzero]))]
+        kept, rest = order[:MAX_TALENT_CANDIDATES], order[MAX_TALENT_CANDIDATES:]
+        return cls(np.ascontiguousarray(embeddings[kept]), kept.tolist(), row[kept].astype(np.float32),
+                   float(row[rest].max()) if len(rest) else 0.0)
+
+    def best(self, query: np.ndarray, lam: float, k: int) -> tuple[list[int], list[float], list[float]]:
+        """Positions, cosines and priors of the listed skills that score in the top k (with ties)."""
+        if not self.positions:
+            return [], [], []
+        cosines = self.embeddings @ query
+        priors = lam * self.weights
+        scores = np.add(cosines, priors, dtype=np.float64)
+        cut = max(len(scores) - k, 0)
+        top = np.flatnonzero(scores >= np.partition(scores, cut)[cut]).tolist()
+        cos_all, prior_all = cosines.tolist(), priors.tolist()
+        return ([self.positions[i] for i in top], [cos_all[i] for i in top], [prior_all[i] for i in top])
 
 
 def check_same_embedder(stored: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
