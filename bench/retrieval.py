@@ -4,7 +4,7 @@
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
     python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only (731 s under load 2-3)
     python bench/retrieval.py --minilm-sizes 10000 100000                # + 100k real embeddings
-    python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32 --efs 128 512 1024 2048   # where recall reaches 0.98
+    python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32 --efs 128 512 1024   # how far recall climbs with ef
 
 Collections (384-d, cosine): 10k and 100k random unit vectors (seeded), and MiniLM
 (all-MiniLM-L6-v2, the packaged model, through `Embedder` and its disk cache) embeddings of
