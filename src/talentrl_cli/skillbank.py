@@ -139,12 +139,12 @@ class SkillBank:
             return _best_distinct(self.index.ids, positions, cosines, [0.0] * len(positions), k)
         priors = (lam * self.weights[talent, candidates]).tolist()
         listed = self._talent_lists[talent]
-        for found, more in zip((positions, cosines, priors), listed.best(query, lam, k), strict=True):
-            found.extend(more)
-        hits = _best_distinct(self.index.ids, positions, cosines, priors, k)
+        more_positions, more_cosines, more_priors = listed.best(query, lam, k)
+        hits = _best_distinct(self.index.ids, positions + more_positions, cosines + more_cosines,
+                              priors + more_priors, k)
         # Outside the candidates `cos <= hnsw_cos[-1]` and `w <= listed.outside_weight`;
         # a negative prior never lifts an outside skill.
-        floor = cosines[len(candidates) - 1] + max(lam * listed.outside_weight, 0.0)
+        floor = cosines[-1] + max(lam * listed.outside_weight, 0.0)
         if len(candidates) < len(self.skills) and hits[-1].score < floor:
             return self._rank_all(query, talent, k, lam)
         return hits
@@ -209,9 +209,8 @@ class TalentList:
         priors = lam * self.weights
         scores = np.add(cosines, priors, dtype=np.float64)
         cut = max(len(scores) - k, 0)
-        top = np.flatnonzero(scores >= np.partition(scores, cut)[cut]).tolist()
-        cos_all, prior_all = cosines.tolist(), priors.tolist()
-        return ([self.positions[i] for i in top], [cos_all[i] for i in top], [prior_all[i] for i in top])
+        top = np.flatnonzero(scores >= np.partition(scores, cut)[cut])
+        return [self.positions[i] for i in top.tolist()], cosines[top].tolist(), priors[top].tolist()
 
 
 def check_same_embedder(stored: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
