@@ -3,6 +3,6 @@
 Importing this package registers the built-in environments.
 """
 
-from talentrl_cli.envs.base import ENVS, Environment, make_env
+from talentrl_cli.envs.base import ENVS, Environment, env_from_config, make_env
 
-__all__ = ["ENVS", "Environment", "make_env"]
+__all__ = ["ENVS", "Environment", "env_from_config", "make_env"]

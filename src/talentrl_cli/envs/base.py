@@ -54,3 +54,8 @@ def make_env(name: str, cfg: Any = None, seed: int = 0) -> Environment:
     import talentrl_cli.envs.builtin  # noqa: F401  (registers the built-in environments)
 
     return ENVS.get(name)(cfg, seed)
+
+
+def env_from_config(cfg: Any) -> Environment:
+    """The environment a composed stage config names (`env=` group, seeded by `seed`)."""
+    return make_env(str(cfg.env.name), cfg.env, int(cfg.seed))

@@ -30,14 +30,14 @@ TALENT_MODES = ("talent", "oracle_talent", "random_talent")
 
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli import eval_report
-    from talentrl_cli.envs import make_env
+    from talentrl_cli.envs import env_from_config
     from talentrl_cli.generation import make_backend
     from talentrl_cli.jsonl import write_jsonl
 
     modes = check_modes(cfg, inputs)
     model, tokenizer = load_model(cfg, inputs.get("model"))
     backend = make_backend(model, tokenizer, str(cfg.eval.backend), int(cfg.eval.batch_size))
-    env = make_env(str(cfg.env.name), cfg.env, int(cfg.seed))
+    env = env_from_config(cfg)
     tasks = env.tasks(str(cfg.eval.split))
     tasks = tasks[: int(cfg.eval.limit)] if cfg.eval.limit is not None else tasks
     ctx = Context(cfg, backend, env, tasks, inputs.get("index"))

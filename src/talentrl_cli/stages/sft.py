@@ -69,7 +69,7 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
 def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     from talentrl_cli import sft_data
     from talentrl_cli.embedding import Embedder
-    from talentrl_cli.envs import make_env
+    from talentrl_cli.envs import env_from_config
     from talentrl_cli.errors import DataError
     from talentrl_cli.skillbank import SkillBank
 
@@ -82,8 +82,9 @@ def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     embedder = Embedder.from_config(cfg.embedder)
     bank = SkillBank.load(index.path, embedder.identity(), int(cfg.index.oversample))
     vectors = embedder.encode([t.task.question for t, _ in labelled]) if cfg.sft.mode != "none" else None
+    tools = env_from_config(cfg).describe_tools()
     return sft_data.build_examples(labelled, bank, vectors, str(cfg.sft.mode), int(cfg.index.k),
-                                   float(cfg.index.lam), tools=make_env(str(cfg.env.name), cfg.env, int(cfg.seed)).describe_tools())
+                                   float(cfg.index.lam), tools=tools)
 
 
 def checkpoint_dir(out_dir: Path, cfg: Any, inputs: dict[str, Any]) -> Path:
