@@ -12,7 +12,7 @@ from talentrl_cli.skillbank import SkillBank
 IDENTITY = {"name": "fake", "dim": 32, "normalize": True, "files_hash": "abc"}
 
 
-def _bank(n=3000, k_talents=6, dim=32, seed=0, sparse=True):
+def _bank(n=3000, k_talents=6, dim=32, seed=0, sparse=True, **index_params):
     rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(n, dim)).astype(np.float32)
     skills = [Skill(id=f"s{i}", name=f"skill {i}", when_to_use="x", steps=["y"]) for i in range(n)]
@@ -21,7 +21,7 @@ def _bank(n=3000, k_talents=6, dim=32, seed=0, sparse=True):
         chosen = rng.choice(n, size=min(150, n) if sparse else n, replace=False)
         weights = {f"s{i}": round(float(w), 4) for i, w in zip(chosen, rng.uniform(0.05, 1, len(chosen)), strict=True)}
         talents.append(Talent(name=f"t{t}", description="d", skills=weights))
-    params = {"M": 16, "ef_construction": 100, "ef": 64, "exact_below": 0}
+    params = {"M": 16, "ef_construction": 100, "ef": 64, "exact_below": 0, **index_params}
     return SkillBank.build(skills, talents, vectors, IDENTITY, params), rng
 
 
@@ -34,6 +34,24 @@ def test_topk_matches_brute_force_in_99_percent(sparse):
     same = [[h.skill_id for h in row] == bank.exact_topk(q, t, 5, 0.3)
             for row, q, t in zip(hits, queries, talents, strict=True)]
     assert np.mean(same) >= 0.99
+
+
+@pytest.mark.parametrize("lam", [0.3, 2.0, -0.3])
+def test_every_weighted_skill_is_reachable_without_a_full_scan(monkeypatch, lam):
+    """Dense talents (every skill weighted) and a 16-row block: skills past the block are
+    gathered when the bar is low, and lam > 0 never falls back to scoring every skill. The
+    index stage's default HNSW settings (conf/index/default.yaml)."""
+    import talentrl_cli.skillbank as skillbank
+
+    monkeypatch.setattr(skillbank, "TALENT_BLOCK_ROWS", 16)
+    bank, rng = _bank(sparse=False, M=32, ef_construction=200, ef=128)
+    queries = bank.index.embeddings[rng.integers(0, 3000, 200)] + rng.normal(scale=0.1, size=(200, 32))
+    talents = [f"t{i}" for i in rng.integers(0, 6, 200)]
+    hits = bank.retrieve(queries.astype(np.float32), talents, k=5, lam=lam)
+    same = [[h.skill_id for h in row] == bank.exact_topk(q, t, 5, lam)
+            for row, q, t in zip(hits, queries, talents, strict=True)]
+    assert np.mean(same) >= 0.99
+    assert bank.brute_force_queries == 0 or lam < 0
 
 
 def test_prior_lifts_a_skill_hnsw_would_not_return():

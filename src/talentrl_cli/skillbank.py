@@ -3,19 +3,22 @@
     score(s | x, t) = cos(e_x, e_s) + lam * w[t, s]        (lam = 0: the flat SkillBank)
 
 Candidates for a query are HNSW's top `k * oversample` skills (with the cosines HNSW
-computed for them) joined with the talent's highest-weighted skills (so the prior can lift a
-skill HNSW would not return), scored exactly: each talent's list is one contiguous float32
-embedding block, so it costs one matrix-vector product per query on top of the HNSW search.
-The ranking then runs per query over a few dozen entries, which keeps a single query cheap
-and makes the result independent of how queries were batched (`bench/retrieval.py` measures
-the overhead over plain HNSW).
+computed for them) joined with those of the talent's weighted skills that could still reach
+the top k, so the prior can lift a skill HNSW would not return. Every candidate is scored
+exactly, and the ranking runs per query over a few dozen entries, which keeps a single
+query cheap and the result independent of how queries were batched (`bench/retrieval.py`
+measures the cost over plain HNSW).
 
-How exact it is: a skill outside the candidates has `w <= w_m` (the largest weight off the
-talent's list) and, *if HNSW's top `k * oversample` is itself exact*, `cos <= c_m` (the last
-HNSW candidate's cosine). So when the k-th best candidate scores `>= c_m + lam * w_m`,
-nothing outside can overtake it; when it does not, that query is re-ranked over every
-skill. The remaining error is HNSW's own recall at `k * oversample`, which the agreement
-figure of `talentrl index` (and `bench/retrieval.py`) measures against brute force.
+Which weighted skills could still reach the top k (lam > 0): let `kth` be the k-th best
+score among HNSW's candidates and `c_m` the last candidate's cosine. *If HNSW's top
+`k * oversample` is exact*, a skill off that list has `cos <= c_m`, so it can reach the top
+k only if `c_m + lam * w[t, s] >= kth`: a prefix of the talent's skills sorted by weight
+(250-280 rows per query for the 300-skill talents of `bench/retrieval.py`), never a skill of
+weight 0, which off the list scores at most `c_m <= kth`. With lam < 0 the prior only lowers scores; a query
+whose k-th candidate falls below `c_m` is then ranked over every skill
+(`brute_force_queries` counts them). The remaining error is HNSW's own recall at
+`k * oversample`, which the agreement figure of `talentrl index` (and
+`bench/retrieval.py`) measures against brute force.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,11 +37,13 @@ from talentrl_cli.schema import Skill, Talent
 
 INDEX_DIR, WEIGHTS_FILE, EMBEDDER_FILE = "index", "talent_weights.npy", "embedder.json"
 SKILLS_FILE, TALENTS_FILE = "skills.jsonl", "talents.jsonl"
-MAX_TALENT_CANDIDATES = 256  # per talent: its top-weighted skills joined to HNSW's
+# Per talent, the embeddings of its highest-weighted skills are copied into one contiguous
+# block (one matrix-vector product); rows past it are gathered only when a query reaches them.
+TALENT_BLOCK_ROWS = 512
+WEIGHT_SLACK = 1e-6  # HNSW's and numpy's float32 cosines of one pair differ by ~1e-7
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     skill_id: str
     cos: float
     prior: float  # lam * w[t, s]
@@ -58,6 +63,7 @@ class SkillBank:
         self.talent_pos = {t.name: i for i, t in enumerate(talents)}
         self.skill_by_id = {s.id: s for s in skills}
         self._talent_lists = [TalentList.of(index.embeddings, row) for row in self.weights]
+        self.brute_force_queries = 0  # queries ranked over every skill (lam < 0 only)
 
     # -- building and loading --------------------------------------------------------------
 
@@ -129,25 +135,28 @@ class SkillBank:
 
     def _rank(self, query: np.ndarray, candidates: np.ndarray, hnsw_cos: np.ndarray,
               talent: int | None, k: int, lam: float) -> list[Hit]:
-        """Rank HNSW's candidates joined with the talent's best-scoring listed skills; fall
-        back to every skill when an outside skill could still make the top k. Plain Python
-        over a few dozen entries: right after an HNSW search the caches are cold and every
-        extra array operation shows in the latency (0.3-0.4 ms per query at 100k skills,
-        against 2.7 ms for the default search; bench/retrieval.py)."""
+        """Rank HNSW's candidates joined with the talent's listed skills that could still make
+        the top k. Plain Python over a few dozen entries: right after an HNSW search the
+        caches are cold and every extra array operation shows in the latency
+        (bench/retrieval.py times it against plain HNSW)."""
         positions, cosines = candidates.tolist(), hnsw_cos.tolist()
         if talent is None:
             return _best_distinct(self.index.ids, positions, cosines, [0.0] * len(positions), k)
         priors = (lam * self.weights[talent, candidates]).tolist()
-        listed = self._talent_lists[talent]
-        more_positions, more_cosines, more_priors = listed.best(query, lam, k)
-        hits = _best_distinct(self.index.ids, positions + more_positions, cosines + more_cosines,
-                              priors + more_priors, k)
-        # Outside the candidates `cos <= hnsw_cos[-1]` and `w <= listed.outside_weight`;
-        # a negative prior never lifts an outside skill.
-        floor = cosines[-1] + max(lam * listed.outside_weight, 0.0)
-        if len(candidates) < len(self.skills) and hits[-1].score < floor:
+        kth = sorted([c + p for c, p in zip(cosines, priors, strict=True)])[-k]
+        everything = len(positions) == len(self.skills)
+        if lam > 0 and not everything:
+            # Off HNSW's list `cos <= cosines[-1]`, so only a weight with
+            # cosines[-1] + lam * w >= kth can lift a skill into the top k.
+            more = self._talent_lists[talent].best(query, self.index.embeddings, lam, k,
+                                                   (kth - cosines[-1]) / lam - WEIGHT_SLACK)
+            positions, cosines, priors = positions + more[0], cosines + more[1], priors + more[2]
+        elif lam < 0 and not everything and kth < cosines[-1]:
+            # A negative prior only lowers scores; a skill off HNSW's list scores at most
+            # cosines[-1] and now beats the k-th candidate, so nothing short of every skill will do.
+            self.brute_force_queries += 1
             return self._rank_all(query, talent, k, lam)
-        return hits
+        return _best_distinct(self.index.ids, positions, cosines, priors, k)
 
     def _rank_all(self, query: np.ndarray, talent: int | None, k: int, lam: float) -> list[Hit]:
         """Brute force over every skill, without copying the embedding matrix; scores are
@@ -170,13 +179,13 @@ def _best_distinct(ids: list[str], positions: list[int], cosines: list[float], p
                    k: int) -> list[Hit]:
     """The k best of a few dozen entries by (score, then position), each skill once: one
     that both HNSW and the talent's list returned counts at its better score."""
-    entries = sorted(zip(positions, cosines, priors, strict=True), key=lambda e: (-(e[1] + e[2]), e[0]))
+    ranked = sorted([(-(c + p), pos, c, p) for pos, c, p in zip(positions, cosines, priors, strict=True)])
     seen: set[int] = set()
     best = []
-    for entry in entries:
-        if entry[0] not in seen:
-            seen.add(entry[0])
-            best.append(Hit(ids[entry[0]], entry[1], entry[2]))
+    for _, position, cos, prior in ranked:
+        if position not in seen:
+            seen.add(position)
+            best.append(Hit(ids[position], cos, prior))
             if len(best) == k:
                 break
     return best
@@ -184,33 +193,39 @@ def _best_distinct(ids: list[str], positions: list[int], cosines: list[float], p
 
 @dataclass(frozen=True)
 class TalentList:
-    """A talent's nonzero-weight skills, best first and at most MAX_TALENT_CANDIDATES, as one
-    contiguous embedding block (a query scores them all with one matrix-vector product), and
-    the largest weight left off the list (the bound the floor check uses)."""
+    """A talent's nonzero-weight skills, highest weight first (ties: lower position first).
+    The first TALENT_BLOCK_ROWS embeddings are copied into one contiguous block, so a query
+    scores them with one matrix-vector product; the rest, which only a query with a low bar
+    reaches, are gathered from the index's embeddings when needed."""
 
-    embeddings: np.ndarray  # (m, dim) float32
-    positions: list[int]
-    weights: np.ndarray  # (m,) float32
-    outside_weight: float
+    positions: np.ndarray  # (m,) int64
+    weights: np.ndarray  # (m,) float32, non-increasing
+    negated: np.ndarray  # -weights, ascending, for searchsorted
+    block: np.ndarray  # (min(m, TALENT_BLOCK_ROWS), dim) float32
 
     @classmethod
     def of(cls, embeddings: np.ndarray, row: np.ndarray) -> TalentList:
         nonzero = np.flatnonzero(row > 0)
         order = nonzero[np.lexsort((nonzero, -row[nonzero]))]
-        kept, rest = order[:MAX_TALENT_CANDIDATES], order[MAX_TALENT_CANDIDATES:]
-        return cls(np.ascontiguousarray(embeddings[kept]), kept.tolist(), row[kept].astype(np.float32),
-                   float(row[rest].max()) if len(rest) else 0.0)
+        weights = row[order].astype(np.float32)
+        return cls(order, weights, -weights, np.ascontiguousarray(embeddings[order[:TALENT_BLOCK_ROWS]]))
 
-    def best(self, query: np.ndarray, lam: float, k: int) -> tuple[list[int], list[float], list[float]]:
-        """Positions, cosines and priors of the listed skills that score in the top k (with ties)."""
-        if not self.positions:
+    def best(self, query: np.ndarray, embeddings: np.ndarray, lam: float, k: int,
+             min_weight: float) -> tuple[list[int], list[float], list[float]]:
+        """Positions, cosines and priors of the listed skills of weight >= min_weight that
+        score in the top k among them (ties kept)."""
+        m = int(np.searchsorted(self.negated, -min_weight, side="right"))
+        if m == 0:
             return [], [], []
-        cosines = self.embeddings @ query
-        priors = lam * self.weights
+        cosines = self.block[:m] @ query
+        if m > len(self.block):
+            rest = embeddings[self.positions[len(self.block) : m]] @ query
+            cosines = np.concatenate((cosines, rest))
+        priors = lam * self.weights[:m]
         scores = np.add(cosines, priors, dtype=np.float64)
-        cut = max(len(scores) - k, 0)
+        cut = max(m - k, 0)
         top = np.flatnonzero(scores >= np.partition(scores, cut)[cut])
-        return [self.positions[i] for i in top.tolist()], cosines[top].tolist(), priors[top].tolist()
+        return self.positions[top].tolist(), cosines[top].tolist(), priors[top].tolist()
 
 
 def check_same_embedder(stored: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
