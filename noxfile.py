@@ -52,5 +52,5 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark under bench/, each printing its table."""
     _install(session, "dev,demo")
-    for script in sorted(__import__("pathlib").Path("bench").glob("*.py")):
+    for script in sorted(__import__("pathlib").Path("bench").glob("[!_]*.py")):  # _*.py: helpers
         session.run("python", str(script), *session.posargs, env=OFFLINE)
