@@ -187,16 +187,16 @@ class PriorRow:
     brute_force: int  # queries ranked over every skill (lam > 0: none expected)
 
     @staticmethod
-    def _overhead(ms: tuple[float, float, float], base: int) -> float:
+    def overhead(ms: tuple[float, float, float], base: int) -> float:
         return 100.0 * (ms[2] / ms[base] - 1.0)
 
     @property
     def overhead1(self) -> float:  # the prior over plain HNSW
-        return self._overhead(self.ms1, 0)
+        return self.overhead(self.ms1, 0)
 
     @property
     def overhead_batch(self) -> float:
-        return self._overhead(self.ms_batch, 0)
+        return self.overhead(self.ms_batch, 0)
 
 
 # -- the benchmark --------------------------------------------------------------------------
@@ -344,17 +344,21 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_tables(rows: list[Row], prior_rows: list[PriorRow], notes: list[str],
-                 args: argparse.Namespace) -> None:
+def print_head(caption: str, head: str) -> None:
     print()
-    print(f"Search: recall@{K} vs exact; QPS single-threaded (batch 1 | batch {BATCH}); "
-          f"x exact = HNSW QPS / exact QPS at the same batch size, exact timed just before each "
-          f"M's sweep (its row also shows that M's build time)")
-    head = (f"{'collection':<12} {'n':>7} {'M':>3} {'ef':>5} {'build_s':>7} {'rec_near':>8} "
-            f"{'rec_unif':>8} {'src@10':>6} {'qps_b1':>8} {'qps_b256':>8} {'x_ex_b1':>7} "
-            f"{'x_ex_b256':>9}")
+    print(caption)
     print(head)
     print("-" * len(head))
+
+
+def print_tables(rows: list[Row], prior_rows: list[PriorRow], notes: list[str],
+                 args: argparse.Namespace) -> None:
+    print_head(f"Search: recall@{K} vs exact; QPS single-threaded (batch 1 | batch {BATCH}); "
+               f"x exact = HNSW QPS / exact QPS at the same batch size, exact timed just before "
+               f"each M's sweep (its row also shows that M's build time)",
+               f"{'collection':<12} {'n':>7} {'M':>3} {'ef':>5} {'build_s':>7} {'rec_near':>8} "
+               f"{'rec_unif':>8} {'src@10':>6} {'qps_b1':>8} {'qps_b256':>8} {'x_ex_b1':>7} "
+               f"{'x_ex_b256':>9}")
     previous = None
     for r in rows:
         if previous is not None and r.collection != previous:
@@ -379,22 +383,19 @@ def print_tables(rows: list[Row], prior_rows: list[PriorRow], notes: list[str],
 
 def print_prior_table(prior_rows: list[PriorRow], args: argparse.Namespace) -> None:
     k = args.bank_k
-    print()
-    print(f"Talent prior: ms per query of plain HNSW (index.query, k*oversample={k * args.oversample}), "
-          f"flat retrieve (no talent) and retrieve with a talent (k={k}, lam={LAM}; {N_TALENTS} "
-          f"talents of {TALENT_NNZ} weights uniform in (0, 1]); min of {PRIOR_REPS} passes, the "
-          f"three rotating on every batch; ovh = prior over plain HNSW (flat: over flat retrieve); "
-          f"agree = top-{k} equal to exact_topk (same order), set = same set, "
-          f"{args.n_agreement} pairs; brute = queries ranked over every skill")
-    head = (f"{'collection':<12} {'M':>3} {'ef':>4} {'plain_b1':>8} {'flat_b1':>7} {'prior_b1':>8} "
-            f"{'+ms_b1':>6} {'ovh_b1':>7} {'flat':>6} {'plain_b256':>10} {'prior_b256':>10} "
-            f"{'ovh_b256':>8} {'agree':>6} {'set':>6} {'brute':>5}")
-    print(head)
-    print("-" * len(head))
+    print_head(f"Talent prior: ms per query of plain HNSW (index.query, k*oversample="
+               f"{k * args.oversample}), flat retrieve (no talent) and retrieve with a talent (k={k}, "
+               f"lam={LAM}; {N_TALENTS} talents of {TALENT_NNZ} weights uniform in (0, 1]); min of "
+               f"{PRIOR_REPS} passes, the three rotating on every batch; ovh = prior over plain HNSW "
+               f"(flat: over flat retrieve); agree = top-{k} equal to exact_topk (same order), set = "
+               f"same set, {args.n_agreement} pairs; brute = queries ranked over every skill",
+               f"{'collection':<12} {'M':>3} {'ef':>4} {'plain_b1':>8} {'flat_b1':>7} {'prior_b1':>8} "
+               f"{'+ms_b1':>6} {'ovh_b1':>7} {'flat':>6} {'plain_b256':>10} {'prior_b256':>10} "
+               f"{'ovh_b256':>8} {'agree':>6} {'set':>6} {'brute':>5}")
     for p in prior_rows:
         print(f"{p.collection:<12} {p.M:>3} {p.ef:>4} {p.ms1[0]:>8.3f} {p.ms1[1]:>7.3f} "
               f"{p.ms1[2]:>8.3f} {p.ms1[2] - p.ms1[0]:>6.3f} {p.overhead1:>+6.1f}% "
-              f"{p._overhead(p.ms1, 1):>+5.1f}% {p.ms_batch[0]:>10.3f} {p.ms_batch[2]:>10.3f} "
+              f"{PriorRow.overhead(p.ms1, 1):>+5.1f}% {p.ms_batch[0]:>10.3f} {p.ms_batch[2]:>10.3f} "
               f"{p.overhead_batch:>+7.1f}% {p.agreement:>6.3f} {p.same_set:>6.3f} {p.brute_force:>5}")
 
 
@@ -451,7 +452,7 @@ def print_prior_target(p: PriorRow, where: str) -> None:
         verdict = "met  " if overhead <= OVERHEAD_TARGET else "MISSED"
         print(f"TARGET {verdict} ({p.collection}, talent prior <= {OVERHEAD_TARGET:.0f}% over plain "
               f"HNSW, batch {batch}): {overhead:+.1f}% ({ms[0]:.3f} -> {ms[2]:.3f} ms; "
-              f"{p._overhead(ms, 1):+.1f}% over flat retrieve) at M={p.M} ef={p.ef}, {where}; "
+              f"{PriorRow.overhead(ms, 1):+.1f}% over flat retrieve) at M={p.M} ef={p.ef}, {where}; "
               f"agreement with exact_topk {p.agreement:.3f}")
 
 
