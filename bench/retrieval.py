@@ -1,6 +1,6 @@
 """HNSW (`VectorIndex.query`) against exact numpy search, and the cost of the talent prior.
 
-    HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # full run, about 15 min quiet (below)
+    HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # default run (random 10k+100k, MiniLM 10k)
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
     python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only (731 s under load 2-3)
     python bench/retrieval.py --minilm-sizes 10000 100000                # + 100k real embeddings (the README's run)
@@ -28,8 +28,8 @@ exact search is timed again for every M, just before that M's ef sweep, so each 
 compares runs made minutes apart at most on this shared machine.
 Builds use `--build-threads` (default 2; the project default is 1, for a deterministic graph).
 
-Run time (2-core machine, mostly quiet): 13 min 22 s (802 s) with `--minilm-sizes 10000
-100000` once the embeddings are cached; 20 min 31 s (1231 s) for random-100k alone with ef up
+Run time (2-core machine, quiet): 17 min 37 s (1057 s) with `--minilm-sizes 10000 100000`
+once the embeddings are cached (the talent prior timed on both 100k collections); 20 min 31 s (1231 s) for random-100k alone with ef up
 to 1024. Most of it is the 100k builds at ef_construction=200 with 2 threads (random: M=16
 132-137 s, M=32 258-262 s; MiniLM: 58 s and 79 s). ef_construction stays at the index stage's
 configured 200 so the figures describe the real index; `--ef-construction 100` cuts the
