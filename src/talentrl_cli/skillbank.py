@@ -13,12 +13,13 @@ Which weighted skills could still reach the top k (lam > 0): let `kth` be the k-
 score among HNSW's candidates and `c_m` the last candidate's cosine. *If HNSW's top
 `k * oversample` is exact*, a skill off that list has `cos <= c_m`, so it can reach the top
 k only if `c_m + lam * w[t, s] >= kth`: a prefix of the talent's skills sorted by weight
-(250-280 rows per query for the 300-skill talents of `bench/retrieval.py`), never a skill of
-weight 0, which off the list scores at most `c_m <= kth`. With lam < 0 the prior only lowers scores; a query
-whose k-th candidate falls below `c_m` is then ranked over every skill
-(`brute_force_queries` counts them). The remaining error is HNSW's own recall at
-`k * oversample`, which the agreement figure of `talentrl index` (and
-`bench/retrieval.py`) measures against brute force.
+(250-280 rows per query for the 300-skill talents of `bench/retrieval.py`). A skill of
+weight 0 off the list scores at most `c_m <= kth` and is never scored.
+
+With lam < 0 the prior only lowers scores, so the talent's list adds nothing; a query whose
+k-th candidate falls below `c_m` is ranked over every skill (`brute_force_queries` counts
+them). The remaining error is HNSW's own recall at `k * oversample`, which the agreement
+figure of `talentrl index` (and `bench/retrieval.py`) measures against brute force.
 """
 
 from __future__ import annotations
