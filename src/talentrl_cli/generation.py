@@ -9,8 +9,8 @@ The rollout engine (`talentrl_cli.rollout`) and so eval and RL only talk to a `B
   gives common random numbers across talents (DESIGN §2) and batch-size-invariant greedy
   decoding.
 - `score(prompts, continuations)`: the summed log-probability of each continuation after its
-  prompt, teacher-forced (HF: each prompt encoded once, its continuations on its KV cache). Routing uses it to get pi_route(t | x)
-  exactly over every talent label.
+  prompt, teacher-forced (HF: each prompt encoded once, its continuations on its KV cache).
+  Routing uses it to get pi_route(t | x) exactly over every talent label.
 
 `HFBackend` (default) runs a transformers causal LM with left padding and a KV cache. Rows
 that finished keep their slot (pad tokens) until the whole batch stops; callers send only the

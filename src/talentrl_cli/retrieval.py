@@ -144,7 +144,8 @@ class VectorIndex:
         positions, scores = self.query_positions(queries, k)
         return self._names(positions), scores
 
-    def query_positions(self, queries: np.ndarray, k: int, *, normalized: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def query_positions(self, queries: np.ndarray, k: int, *,
+                        normalized: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Like `query`, but row positions into `ids`/`embeddings` (n, k') instead of ids:
         callers that re-score from `embeddings` skip the id round trip (and, with
         `normalized=True`, a second normalisation of unit-length float32 queries)."""
