@@ -24,6 +24,7 @@ figure of `talentrl index` (and `bench/retrieval.py`) measures against brute for
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,13 +138,13 @@ class SkillBank:
     def _rank(self, query: np.ndarray, candidates: np.ndarray, hnsw_cos: np.ndarray,
               talent: int | None, k: int, lam: float) -> list[Hit]:
         """Rank HNSW's candidates joined with the talent's listed skills that could still make
-        the top k. Plain Python over a few dozen entries: right after an HNSW search the
-        caches are cold and every extra array operation shows in the latency
-        (bench/retrieval.py times it against plain HNSW)."""
+        the top k. Plain Python over a few dozen entries and as few array operations as it
+        takes: right after an HNSW search the caches are cold and each one shows in the
+        latency (bench/retrieval.py times it against plain HNSW)."""
         positions, cosines = candidates.tolist(), hnsw_cos.tolist()
         if talent is None:
             return _best_distinct(self.index.ids, positions, cosines, [0.0] * len(positions), k)
-        priors = (lam * self.weights[talent, candidates]).tolist()
+        priors = [lam * w for w in self.weights[talent][candidates].tolist()]
         kth = sorted([c + p for c, p in zip(cosines, priors, strict=True)])[-k]
         everything = len(positions) == len(self.skills)
         if lam > 0 and not everything:
@@ -195,38 +196,68 @@ def _best_distinct(ids: list[str], positions: list[int], cosines: list[float], p
 @dataclass(frozen=True)
 class TalentList:
     """A talent's nonzero-weight skills, highest weight first (ties: lower position first).
-    The first TALENT_BLOCK_ROWS embeddings are copied into one contiguous block, so a query
-    scores them with one matrix-vector product; the rest, which only a query with a low bar
-    reaches, are gathered from the index's embeddings when needed."""
+    The first TALENT_BLOCK_ROWS are copied as [embedding, weight] rows into one contiguous
+    block, so one matrix-vector product with [query, lam] gives their scores; the rest, which
+    only a query with a low bar reaches, are gathered from the index's embeddings when needed.
+    The block's positions and weights are kept as Python lists too: `bisect` and per-hit
+    lookups then cost no numpy call, which right after an HNSW search costs tens of
+    microseconds each."""
 
     positions: np.ndarray  # (m,) int64
     weights: np.ndarray  # (m,) float32, non-increasing
-    negated: np.ndarray  # -weights, ascending, for searchsorted
-    block: np.ndarray  # (min(m, TALENT_BLOCK_ROWS), dim) float32
+    block: np.ndarray  # (min(m, TALENT_BLOCK_ROWS), dim + 1) float32
+    head_positions: list[int]  # the block's rows
+    head_weights: list[float]
+    head_negated: list[float]  # ascending, for bisect
 
     @classmethod
     def of(cls, embeddings: np.ndarray, row: np.ndarray) -> TalentList:
         nonzero = np.flatnonzero(row > 0)
         order = nonzero[np.lexsort((nonzero, -row[nonzero]))]
         weights = row[order].astype(np.float32)
-        return cls(order, weights, -weights, np.ascontiguousarray(embeddings[order[:TALENT_BLOCK_ROWS]]))
+        head = slice(0, TALENT_BLOCK_ROWS)
+        block = np.hstack((embeddings[order[head]], weights[head, None]), dtype=np.float32)
+        return cls(order, weights, np.ascontiguousarray(block), order[head].tolist(),
+                   weights[head].tolist(), (-weights[head]).tolist())
+
+    def count_at_least(self, min_weight: float) -> int:
+        m = bisect.bisect_right(self.head_negated, -min_weight)
+        if m == len(self.head_negated) < len(self.weights):
+            m = int(np.searchsorted(-self.weights, -min_weight, side="right"))
+        return m
 
     def best(self, query: np.ndarray, embeddings: np.ndarray, lam: float, k: int,
              min_weight: float) -> tuple[list[int], list[float], list[float]]:
         """Positions, cosines and priors of the listed skills of weight >= min_weight that
         score in the top k among them (ties kept)."""
-        m = int(np.searchsorted(self.negated, -min_weight, side="right"))
+        m = self.count_at_least(min_weight)
         if m == 0:
             return [], [], []
-        cosines = self.block[:m] @ query
+        with_lam = np.empty(len(query) + 1, dtype=np.float32)
+        with_lam[:-1], with_lam[-1] = query, lam
+        totals = self.block[:m] @ with_lam  # cos + lam * w
         if m > len(self.block):
-            rest = embeddings[self.positions[len(self.block) : m]] @ query
-            cosines = np.concatenate((cosines, rest))
-        priors = lam * self.weights[:m]
-        scores = np.add(cosines, priors, dtype=np.float64)
-        cut = max(m - k, 0)
-        top = np.flatnonzero(scores >= np.partition(scores, cut)[cut])
-        return self.positions[top].tolist(), cosines[top].tolist(), priors[top].tolist()
+            rest = slice(len(self.block), m)
+            gathered = embeddings[self.positions[rest]] @ query + lam * self.weights[rest]
+            totals = np.concatenate((totals, gathered))
+        rows, scores = _top_with_ties(totals, k)
+        head = len(self.head_positions)
+        positions = [self.head_positions[i] if i < head else int(self.positions[i]) for i in rows]
+        priors = [lam * (self.head_weights[i] if i < head else float(self.weights[i])) for i in rows]
+        return positions, [s - p for s, p in zip(scores, priors, strict=True)], priors
+
+
+def _top_with_ties(scores: np.ndarray, k: int) -> tuple[list[int], list[float]]:
+    """Rows and scores of the k best, plus every row tied with the k-th. One argpartition for
+    the k + 1 best: only when the (k+1)-th ties the k-th is a second pass needed."""
+    if len(scores) <= k + 1:
+        return list(range(len(scores))), scores.tolist()
+    top = np.argpartition(scores, len(scores) - k - 1)[len(scores) - k - 1 :]
+    values = scores[top].tolist()  # values[0] is the (k+1)-th best, the rest are >= it
+    if values[0] < min(values[1:]):
+        return top.tolist(), values
+    tied = np.flatnonzero(scores >= values[0])
+    return tied.tolist(), scores[tied].tolist()
 
 
 def check_same_embedder(stored: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
