@@ -35,14 +35,16 @@ to 1024. Most of it is the 100k builds at ef_construction=200 with 2 threads (ra
 configured 200 so the figures describe the real index; `--ef-construction 100` cuts the
 builds by a third to a half (measured at 20k, M=32).
 
-Talent prior, on the largest random and the largest MiniLM collection: a `SkillBank`
-(built with `SkillBank.build`; its index is that collection's row of the sweep) with 8
-talents of 300 nonzero weights each, uniform in (0, 1] and unrelated to the embeddings, so
-the prior must lift skills from anywhere in the bank. Per (M, ef): ms per query of plain
-HNSW (`bank.index.query(k * oversample)`), flat `bank.retrieve` (no talent) and
-`bank.retrieve` with one talent per query (k=5, lam=0.3), timed on the same queries in
+Talent prior, on the largest random and the largest MiniLM collection (`_talent_prior.py`):
+a `SkillBank` (built with `SkillBank.build`; its index is that collection's row of the sweep)
+with 8 talents of 300 nonzero weights each, uniform in (0, 1] and unrelated to the
+embeddings, so the prior must lift skills from anywhere in the bank. Per (M, ef): ms per
+query of plain HNSW (`bank.index.query(k * oversample)`), flat `bank.retrieve` (no talent)
+and `bank.retrieve` with one talent per query (k=5, lam=0.3), timed on the same queries in
 rotating order; the share of 500 (query, talent) pairs where `retrieve` returns exactly
-`bank.exact_topk`; and how many queries were ranked over every skill (`brute`).
+`bank.exact_topk`; how many queries were ranked over every skill (`brute`); and `read`:
+one product over the talent's 300 embedding rows right after a plain search, which is what
+reading the rows the formula may need costs with the caches a search leaves.
 
 Targets (checked on every 100k collection, near / task queries): recall@10 >= 0.98 at >= 20x
 the exact QPS (batch 1); and talent-prior re-scoring <= 10% over plain HNSW at batch 1 and
@@ -51,9 +53,8 @@ Misses are printed as MISSED.
 
 Why batch 1 costs more than batch 256: an HNSW search at 100k reads megabytes of graph and
 vectors, so the re-scoring that follows it (a few hundred talent rows, a dozen array
-operations) starts with cold caches, 0.15-0.3 ms per query, where the same work inside a
-batch of 256 costs a few microseconds; that fixed cost is a small share of a 2.7 ms search
-(random-100k, ef=128) and a large one of a 0.35 ms search (MiniLM-100k, ef=32).
+operations) starts with cold caches; `read_cold` shows the rows alone, where the same work
+inside a batch of 256 costs a few microseconds per query.
 """
 
 from __future__ import annotations
@@ -70,19 +71,24 @@ from functools import partial
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-from _skill_texts import skill_texts, task_texts  # noqa: E402  (a module next to this script)
+from _skill_texts import skill_texts, task_texts  # noqa: E402  (modules next to this script)
+from _talent_prior import (  # noqa: E402
+    PriorRow,
+    bench_prior,
+    make_bank_inputs,
+    print_prior_table,
+    print_prior_target,
+    prior_reference,
+)
 
 from talentrl_cli.retrieval import VectorIndex, normalize_rows  # noqa: E402
-from talentrl_cli.schema import Skill, Talent  # noqa: E402
 from talentrl_cli.skillbank import SkillBank  # noqa: E402
 
 DIM = 384
 K = 10  # recall@K
 BATCH = 256
 EF_CONSTRUCTION = 200
-RECALL_TARGET, SPEEDUP_TARGET, OVERHEAD_TARGET = 0.98, 20.0, 10.0
-N_TALENTS, TALENT_NNZ, LAM = 8, 300, 0.3
-PRIOR_REPS = 7  # timed passes for the talent-prior overhead (min of them)
+RECALL_TARGET, SPEEDUP_TARGET = 0.98, 20.0
 
 # -- collections ----------------------------------------------------------------------------
 
@@ -172,50 +178,7 @@ class Row:
     speedup_batch: float | None = None
 
 
-@dataclass
-class PriorRow:
-    """ms per query of plain HNSW (`index.query`), flat `retrieve` (no talent) and `retrieve`
-    with a talent, at batch 1 and BATCH."""
-
-    collection: str
-    M: int
-    ef: int
-    ms1: tuple[float, float, float]  # plain, flat, prior
-    ms_batch: tuple[float, float, float]
-    agreement: float
-    same_set: float
-    brute_force: int  # queries ranked over every skill (lam > 0: none expected)
-
-    @staticmethod
-    def overhead(ms: tuple[float, float, float], base: int) -> float:
-        return 100.0 * (ms[2] / ms[base] - 1.0)
-
-    @property
-    def overhead1(self) -> float:  # the prior over plain HNSW
-        return self.overhead(self.ms1, 0)
-
-    @property
-    def overhead_batch(self) -> float:
-        return self.overhead(self.ms_batch, 0)
-
-
 # -- the benchmark --------------------------------------------------------------------------
-
-
-def make_bank_inputs(n: int, seed: int) -> tuple[list[Skill], list[Talent]]:
-    """n placeholder skills and N_TALENTS talents with sparse, NMF-like weights in (0, 1]."""
-    rng = np.random.default_rng(seed + 7)
-    skills = [Skill(id=f"s{i:06d}", name=f"skill {i}", when_to_use="", steps=[])
-              for i in range(n)]
-    nnz = min(TALENT_NNZ, n // N_TALENTS)
-    talents = []
-    for t in range(N_TALENTS):
-        chosen = rng.choice(n, nnz, replace=False)
-        weights = 1.0 - rng.random(nnz)  # uniform in (0, 1]
-        talents.append(Talent(name=f"talent{t}", description=f"synthetic talent {t}",
-                              skills={skills[i].id: float(w)
-                                      for i, w in zip(chosen, weights, strict=True)}))
-    return skills, talents
 
 
 def bench_collection(coll: Collection, args: argparse.Namespace, rows: list[Row],
@@ -276,65 +239,23 @@ def bench_collection(coll: Collection, args: argparse.Namespace, rows: list[Row]
                 rows.append(row)
             if bank is not None:
                 if prior_queries is None:
-                    prior_queries, prior_talents, prior_truth = prior_reference(bank, coll, args)
+                    prior_queries, prior_talents, prior_truth = prior_pairs(bank, coll, args)
                 for ef in args.efs:
-                    prior_rows.append(bench_prior(coll, bank, ef, prior_queries, prior_talents,
-                                                  prior_truth, args))
+                    prior_rows.append(bench_prior(coll.name, bank, ef, prior_queries, prior_talents,
+                                                  prior_truth, args.bank_k, args.n_single, BATCH))
         index = bank = None  # free this M's graph before building the next
 
 
-def prior_reference(bank: SkillBank, coll: Collection, args: argparse.Namespace):
-    """(query, random talent) pairs and `exact_topk` for each (it does not depend on ef or M):
-    near queries for a random collection, the task texts for MiniLM."""
+def prior_pairs(bank: SkillBank, coll: Collection, args: argparse.Namespace):
+    """(query, random talent) pairs and `exact_topk` for each: near queries for a random
+    collection, the task texts for MiniLM."""
     rng = np.random.default_rng(args.seed + 11)
     if coll.source is None:
         queries = coll.near[: args.n_agreement]
     else:
         source = rng.integers(0, len(coll.vectors), args.n_agreement)
         queries = near_queries(rng, coll.vectors, source, args.noise)
-    names = [t.name for t in bank.talents]
-    talents = [names[i] for i in rng.integers(0, len(names), len(queries))]
-    truth = [bank.exact_topk(q, t, args.bank_k, LAM) for q, t in zip(queries, talents,
-                                                                     strict=True)]
-    return queries, talents, truth
-
-
-def bench_prior(coll: Collection, bank: SkillBank, ef: int, queries: np.ndarray,
-                talents: list[str], truth: list[list[str]], args: argparse.Namespace) -> PriorRow:
-    """Latency of plain HNSW (`index.query(k * oversample)`), flat `retrieve` and `retrieve`
-    with the talent prior, at the same ef, and the prior's agreement with `exact_topk`."""
-    bank.index.params["ef"] = ef
-    k, wide = args.bank_k, args.bank_k * bank.oversample
-    bank.brute_force_queries = 0
-    hits = bank.retrieve(queries, talents, k=k, lam=LAM)
-    brute_force = bank.brute_force_queries
-    found = [[h.skill_id for h in row] for row in hits]
-    agreement = float(np.mean([f == t for f, t in zip(found, truth, strict=True)]))
-    same_set = float(np.mean([set(f) == set(t) for f, t in zip(found, truth, strict=True)]))
-
-    def time_all(batch: int, n_queries: int) -> tuple[float, float, float]:
-        q, names = queries[:n_queries], talents[:n_queries]
-        searches = (lambda b: bank.index.query(q[b], wide),
-                    lambda b: bank.retrieve(q[b], None, k=k, lam=LAM),
-                    lambda b: bank.retrieve(q[b], names[b], k=k, lam=LAM))
-        for search in searches:  # warm-up
-            search(slice(0, batch))
-        passes = []
-        for rep in range(PRIOR_REPS):
-            elapsed = [0.0, 0.0, 0.0]
-            for i in range(0, len(q), batch):  # all three on every batch, rotating the order
-                shift = rep + i // batch
-                for which in (shift % 3, (shift + 1) % 3, (shift + 2) % 3):
-                    start = time.perf_counter()
-                    searches[which](slice(i, i + batch))
-                    elapsed[which] += time.perf_counter() - start
-            passes.append(elapsed)
-        # min over passes (timeit's convention): other tenants only ever add time, and on this
-        # shared machine a median of a few passes moved by +-10 % between neighbouring rows
-        return tuple(1e3 * min(p[which] for p in passes) / len(q) for which in range(3))
-
-    return PriorRow(coll.name, bank.index.params["M"], ef, time_all(1, args.n_single),
-                    time_all(BATCH, len(queries)), agreement, same_set, brute_force)
+    return (queries, *prior_reference(bank, queries, rng, args.bank_k))
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -377,26 +298,8 @@ def print_tables(rows: list[Row], prior_rows: list[PriorRow], notes: list[str],
     for note in notes:
         print(f"  {note}")
     if prior_rows:
-        print_prior_table(prior_rows, args)
+        print_prior_table(prior_rows, args.bank_k, args.oversample, args.n_agreement, print_head)
     print_targets(rows, prior_rows, args)
-
-
-def print_prior_table(prior_rows: list[PriorRow], args: argparse.Namespace) -> None:
-    k = args.bank_k
-    print_head(f"Talent prior: ms per query of plain HNSW (index.query, k*oversample="
-               f"{k * args.oversample}), flat retrieve (no talent) and retrieve with a talent (k={k}, "
-               f"lam={LAM}; {N_TALENTS} talents of {TALENT_NNZ} weights uniform in (0, 1]); min of "
-               f"{PRIOR_REPS} passes, the three rotating on every batch; ovh = prior over plain HNSW "
-               f"(flat: over flat retrieve); agree = top-{k} equal to exact_topk (same order), set = "
-               f"same set, {args.n_agreement} pairs; brute = queries ranked over every skill",
-               f"{'collection':<12} {'M':>3} {'ef':>4} {'plain_b1':>8} {'flat_b1':>7} {'prior_b1':>8} "
-               f"{'+ms_b1':>6} {'ovh_b1':>7} {'flat':>6} {'plain_b256':>10} {'prior_b256':>10} "
-               f"{'ovh_b256':>8} {'agree':>6} {'set':>6} {'brute':>5}")
-    for p in prior_rows:
-        print(f"{p.collection:<12} {p.M:>3} {p.ef:>4} {p.ms1[0]:>8.3f} {p.ms1[1]:>7.3f} "
-              f"{p.ms1[2]:>8.3f} {p.ms1[2] - p.ms1[0]:>6.3f} {p.overhead1:>+6.1f}% "
-              f"{PriorRow.overhead(p.ms1, 1):>+5.1f}% {p.ms_batch[0]:>10.3f} {p.ms_batch[2]:>10.3f} "
-              f"{p.overhead_batch:>+7.1f}% {p.agreement:>6.3f} {p.same_set:>6.3f} {p.brute_force:>5}")
 
 
 def print_search_target(sweep: list[Row], name: str) -> Row | None:
@@ -445,15 +348,6 @@ def print_targets(rows: list[Row], prior_rows: list[PriorRow], args: argparse.Na
             row = next((p for p in prior_rows if (p.collection, p.M, p.ef) == (name, M, ef)), None)
             if row is not None:
                 print_prior_target(row, where)
-
-
-def print_prior_target(p: PriorRow, where: str) -> None:
-    for batch, ms, overhead in ((1, p.ms1, p.overhead1), (BATCH, p.ms_batch, p.overhead_batch)):
-        verdict = "met  " if overhead <= OVERHEAD_TARGET else "MISSED"
-        print(f"TARGET {verdict} ({p.collection}, talent prior <= {OVERHEAD_TARGET:.0f}% over plain "
-              f"HNSW, batch {batch}): {overhead:+.1f}% ({ms[0]:.3f} -> {ms[2]:.3f} ms; "
-              f"{PriorRow.overhead(ms, 1):+.1f}% over flat retrieve) at M={p.M} ef={p.ef}, {where}; "
-              f"agreement with exact_topk {p.agreement:.3f}")
 
 
 def main() -> None:
