@@ -28,9 +28,9 @@ exact search is timed again for every M, just before that M's ef sweep, so each 
 compares runs made minutes apart at most on this shared machine.
 Builds use `--build-threads` (default 2; the project default is 1, for a deterministic graph).
 
-Run time (2-core machine, quiet): 17 min 37 s (1057 s) with `--minilm-sizes 10000 100000`
-once the embeddings are cached (the talent prior timed on both 100k collections); 20 min 31 s (1231 s) for random-100k alone with ef up
-to 1024. Most of it is the 100k builds at ef_construction=200 with 2 threads (random: M=16
+Run time (2-core machine, quiet): 19 min 29 s (1169 s) with `--minilm-sizes 10000 100000`
+once the embeddings are cached (the talent prior timed on both 100k collections); 20 min 31 s
+(1231 s) for random-100k alone with ef up to 1024. Most of it is the 100k builds at ef_construction=200 with 2 threads (random: M=16
 132-137 s, M=32 258-262 s; MiniLM: 58 s and 79 s). ef_construction stays at the index stage's
 configured 200 so the figures describe the real index; `--ef-construction 100` cuts the
 builds by a third to a half (measured at 20k, M=32).
