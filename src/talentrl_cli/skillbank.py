@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -207,8 +208,7 @@ class TalentList:
     weights: np.ndarray  # (m,) float32, non-increasing
     block: np.ndarray  # (min(m, TALENT_BLOCK_ROWS), dim + 1) float32
     head_positions: list[int]  # the block's rows
-    head_weights: list[float]
-    head_negated: list[float]  # ascending, for bisect
+    head_weights: list[float]  # non-increasing
 
     @classmethod
     def of(cls, embeddings: np.ndarray, row: np.ndarray) -> TalentList:
@@ -218,11 +218,11 @@ class TalentList:
         head = slice(0, TALENT_BLOCK_ROWS)
         block = np.hstack((embeddings[order[head]], weights[head, None]), dtype=np.float32)
         return cls(order, weights, np.ascontiguousarray(block), order[head].tolist(),
-                   weights[head].tolist(), (-weights[head]).tolist())
+                   weights[head].tolist())
 
     def count_at_least(self, min_weight: float) -> int:
-        m = bisect.bisect_right(self.head_negated, -min_weight)
-        if m == len(self.head_negated) < len(self.weights):
+        m = bisect.bisect_right(self.head_weights, -min_weight, key=operator.neg)
+        if m == len(self.head_weights) < len(self.weights):
             m = int(np.searchsorted(-self.weights, -min_weight, side="right"))
         return m
 
@@ -241,9 +241,12 @@ class TalentList:
             gathered = embeddings[self.positions[rest]] @ query + lam * self.weights[rest]
             totals = np.concatenate((totals, gathered))
         rows, scores = _top_with_ties(totals, k)
-        head = len(self.head_positions)
-        positions = [self.head_positions[i] if i < head else int(self.positions[i]) for i in rows]
-        priors = [lam * (self.head_weights[i] if i < head else float(self.weights[i])) for i in rows]
+        if m <= len(self.block):
+            positions = [self.head_positions[i] for i in rows]
+            weights = [self.head_weights[i] for i in rows]
+        else:
+            positions, weights = self.positions[rows].tolist(), self.weights[rows].tolist()
+        priors = [lam * w for w in weights]
         return positions, [s - p for s, p in zip(scores, priors, strict=True)], priors
 
 
