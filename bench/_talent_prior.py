@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from talentrl_cli.retrieval import normalize_rows
 from talentrl_cli.schema import Skill, Talent
 from talentrl_cli.skillbank import SkillBank
 
@@ -38,6 +39,7 @@ class PriorRow:
     M: int
     ef: int
     batch: int
+    talent_rows: int  # nonzero weights per talent (TALENT_NNZ, or fewer in a small bank)
     ms1: tuple[float, float, float]  # plain, flat, prior
     ms_batch: tuple[float, float, float]
     read_ms: tuple[float, float]  # the talent's rows read right after a search, then warm
@@ -100,7 +102,8 @@ def bench_prior(name: str, bank: SkillBank, ef: int, queries: np.ndarray, talent
                 lambda b: bank.retrieve(q[b], names[b], k=k, lam=LAM))
 
     one = searches(queries[:n_single], talents[:n_single])
-    return PriorRow(name, bank.index.params["M"], ef, batch, rotated_ms(one, n_single, 1),
+    return PriorRow(name, bank.index.params["M"], ef, batch, len(bank.talents[0].skills),
+                    rotated_ms(one, n_single, 1),
                     rotated_ms(searches(queries, talents), len(queries), batch),
                     talent_read_ms(bank, queries[:n_single], talents[:n_single], wide),
                     agreement, same_set, bank.brute_force_queries)
@@ -135,7 +138,7 @@ def talent_read_ms(bank: SkillBank, queries: np.ndarray, talents: list[str],
     position = {t.name: i for i, t in enumerate(bank.talents)}
     rows = {name: np.ascontiguousarray(bank.index.embeddings[np.flatnonzero(bank.weights[i])])
             for name, i in position.items()}
-    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    unit = normalize_rows(queries)
     cold, warm = [], []
     for _ in range(PRIOR_REPS):
         after_search = again = 0.0
@@ -156,12 +159,12 @@ def talent_read_ms(bank: SkillBank, queries: np.ndarray, talents: list[str],
 
 def print_prior_table(prior_rows: list[PriorRow], k: int, oversample: int, n_agreement: int,
                       print_head: Callable[[str, str], None]) -> None:
-    b = prior_rows[0].batch
+    b, rows = prior_rows[0].batch, prior_rows[0].talent_rows
     print_head(f"Talent prior: ms per query of plain HNSW (index.query, k*oversample="
                f"{k * oversample}), flat retrieve (no talent) and retrieve with a talent (k={k}, "
-               f"lam={LAM}; {N_TALENTS} talents of {TALENT_NNZ} weights uniform in (0, 1]); min of "
+               f"lam={LAM}; {N_TALENTS} talents of {rows} weights uniform in (0, 1]); min of "
                f"{PRIOR_REPS} passes, the three rotating on every batch; ovh = prior over plain HNSW "
-               f"(flat: over flat retrieve); read = one product over the talent's {TALENT_NNZ} rows "
+               f"(flat: over flat retrieve); read = one product over the talent's {rows} rows "
                f"right after a plain search (cold) and again at once (warm); agree = top-{k} equal "
                f"to exact_topk (same order), set = same set, {n_agreement} pairs; brute = queries "
                f"ranked over every skill",
@@ -185,6 +188,6 @@ def print_prior_target(p: PriorRow, where: str) -> None:
               f"{PriorRow.overhead(ms, 1):+.1f}% over flat retrieve) at M={p.M} ef={p.ef}, {where}; "
               f"agreement with exact_topk {p.agreement:.3f}")
         if batch == 1 and overhead > OVERHEAD_TARGET:
-            print(f"  reading the talent's {TALENT_NNZ} rows right after the search alone: "
+            print(f"  reading the talent's {p.talent_rows} rows right after the search alone: "
                   f"{p.read_ms[0]:.3f} ms = {100 * p.read_ms[0] / ms[0]:.1f}% of plain HNSW "
                   f"({p.read_ms[1]:.3f} ms warm)")
