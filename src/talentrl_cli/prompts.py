@@ -5,14 +5,14 @@ A talent-aware episode is one conversation (DESIGN §2):
     system     the agent's instructions
     user       routing turn: the task and the talent menu (name: one-line description)
     assistant  <talent>NAME</talent>
-    user       execution context: the task, the chosen talent and its description, the
-               retrieved skills R(x, t)
+    user       execution context: the tools and the retrieved skills R(x, t) (the task and
+               the talent's description are already in the routing turn)
     assistant  Thought: ... / Action: tool[arg]
     user       Observation: ...
     assistant  ...                                   (until the final action)
 
-The flat SkillBank baseline drops the routing turn and the talent line (`talent=None`);
-`skills=none` also drops the skills. Observations are user turns, so assistant-only loss
+The flat SkillBank baseline drops the routing turn (`talent=None`), so its execution context
+opens with the task; `skills=none` also drops the skills. Observations are user turns, so assistant-only loss
 masks them. Rendering goes through the tokenizer's chat template (`render`), or
 `FALLBACK_TEMPLATE` when the tokenizer has none; `training_chat_template` gives the same
 rendering with `{% generation %}` markers, which TRL's assistant-only loss needs.
@@ -28,12 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SYSTEM_PROMPT = ("You are an agent that solves tasks step by step with tools. "
-                 "First choose a talent (a strategy), then act.")
-FLAT_SYSTEM_PROMPT = "You are an agent that solves tasks step by step with tools."
-ROUTE_INSTRUCTION = "Choose the talent that fits this task. Answer with <talent>NAME</talent> only."
-ACT_INSTRUCTION = ("Solve the task. In each turn write 'Thought: ...' and then one "
-                   "'Action: tool[argument]'. The last action gives the answer.")
+# Every token here is paid for in each SFT example, rollout and eval turn (prefill dominates
+# CPU cost), so the instructions are terse and nothing the conversation already holds is
+# repeated: the routing turn shows the task and the talents' descriptions, so the execution
+# context after it holds only the tools and the skills.
+SYSTEM_PROMPT = "Solve the task with tools. First pick a talent (a strategy)."
+FLAT_SYSTEM_PROMPT = "Solve the task with tools."
+ROUTE_INSTRUCTION = "Reply <talent>NAME</talent>."
+ACT_INSTRUCTION = "Each turn: Thought: ... Action: tool[argument]."
 
 # ChatML, as the tiny model, SmolLM2 and Qwen2.5 render a conversation that opens with a
 # system message; the training variant marks the assistant spans (content and <|im_end|>).
@@ -70,22 +72,20 @@ def talent_answer(name: str) -> str:
 def routing_messages(task: str, talents: Sequence[Any]) -> list[dict[str, str]]:
     """[system, user]: the task and the talent menu; the model answers `<talent>NAME</talent>`."""
     menu = "\n".join(f"- {t.name}: {_one_line(t.description)}" for t in talents)
-    user = f"Task: {task.strip()}\n\nTalents:\n{menu}\n\n{ROUTE_INSTRUCTION}"
+    user = f"Task: {task.strip()}\nTalents:\n{menu}\n{ROUTE_INSTRUCTION}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def execution_context(task: str, talent: Any | None, skills: Sequence[Any] | None, tools: str = "") -> str:
-    """The execution turn's user message: task, the environment's tools (`env.describe_tools()`),
-    talent (unless flat), skills (unless none)."""
-    parts = [f"Task: {task.strip()}"]
+def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str = "") -> str:
+    """The execution turn's user message: the task (None when the routing turn already shows
+    it), the environment's tools (`env.describe_tools()`) and the skills (unless none)."""
+    parts = [f"Task: {task.strip()}"] if task is not None else []
     if tools.strip():
-        parts.append(f"Tools:\n{tools.strip()}")
-    if talent is not None:
-        parts.append(f"Talent: {talent.name}: {_one_line(talent.description)}")
+        parts.append(f"Tools: {tools.strip()}")
     if skills:
         parts.append("Skills:\n" + "\n".join(f"{i}. {render_skill(s)}" for i, s in enumerate(skills, 1)))
     parts.append(ACT_INSTRUCTION)
-    return "\n\n".join(parts)
+    return "\n".join(parts)
 
 
 def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | None,
@@ -93,15 +93,18 @@ def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | No
                        observe_last: bool = True, tools: str = "") -> list[dict[str, str]]:
     """The conversation up to the next execution turn.
 
-    `talents` given (talent-aware): the routing turn and its answer come first. `history`
-    holds steps with `thought`, `action`, `observation`; `observe_last=False` leaves out the
-    last step's observation (SFT targets end on the final action)."""
-    if talents is not None and talent is not None:
-        messages = routing_messages(task, talents)
+    `talent` given (talent-aware): the routing turn over the menu `talents` (default: that
+    talent alone) and its answer come first, and the execution context does not repeat the
+    task or the talent. `history` holds steps with
+    `thought`, `action`, `observation`; `observe_last=False` leaves out the last step's
+    observation (SFT targets end on the final action)."""
+    routed = talent is not None
+    if routed:
+        messages = routing_messages(task, talents or [talent])
         messages.append({"role": "assistant", "content": talent_answer(talent.name)})
     else:
-        messages = [{"role": "system", "content": SYSTEM_PROMPT if talent is not None else FLAT_SYSTEM_PROMPT}]
-    messages.append({"role": "user", "content": execution_context(task, talent, skills, tools)})
+        messages = [{"role": "system", "content": FLAT_SYSTEM_PROMPT}]
+    messages.append({"role": "user", "content": execution_context(None if routed else task, skills, tools)})
     for i, step in enumerate(history):
         messages.append({"role": "assistant", "content": format_turn(step.thought, step.action)})
         if observe_last or i < len(history) - 1:
@@ -119,8 +122,11 @@ def format_observation(observation: str) -> str:
 
 
 def render_skill(skill: Any) -> str:
+    """`step; step (when to use)`, one line. The name is left out: it labels the procedure
+    for people (reports, `index query`) and the steps already say it, at ~9 tokens a skill."""
     steps = "; ".join(s.strip().rstrip(".") for s in skill.steps)
-    return f"{skill.name}. When to use: {_one_line(skill.when_to_use)} Steps: {steps}."
+    when = _one_line(skill.when_to_use).rstrip(".")
+    return steps + (f" ({when})" if when else "")
 
 
 def _one_line(text: str) -> str:

@@ -84,3 +84,31 @@ def check_same_mine(mine: Any, index: Any) -> None:
         raise ConfigError(f"inputs.index={index.ref} was built from {built_from.get('ref')}, "
                           f"not inputs.mine={mine.ref}",
                           f"pass inputs.mine={built_from.get('ref')} or rebuild the index from {mine.ref}")
+
+
+def token_budget(tokenizer: Any, examples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per example, the tokens each part of the protocol costs: the routing turn (system +
+    task + menu, for talent examples), the execution context (the first execution user
+    turn), the whole example, and how many of its tokens the loss trains on."""
+    from talentrl_cli import prompts
+
+    template = prompts.training_chat_template(tokenizer)
+    rows = []
+    for example in examples:
+        messages = example["messages"]
+        routed = bool(example.get("talent"))
+        context_at = 3 if routed else 1  # [system, routing, <talent>, context, ...] or [system, context, ...]
+        out = tokenizer.apply_chat_template(messages, tokenize=True, chat_template=template, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+        rows.append({
+            "routing": _tokens(tokenizer, messages[:2]) if routed else 0,
+            "context": _tokens(tokenizer, messages[:context_at + 1]) - _tokens(tokenizer, messages[:context_at]),
+            "example": len(out["input_ids"]), "trained": int(sum(out["assistant_masks"])),
+        })
+    return rows
+
+
+def _tokens(tokenizer: Any, messages: Sequence[dict[str, str]]) -> int:
+    from talentrl_cli import prompts
+
+    return len(tokenizer.encode(prompts.render(tokenizer, messages), add_special_tokens=False)) if messages else 0

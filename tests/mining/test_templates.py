@@ -4,6 +4,7 @@ from talentrl_cli.mining.templates import (
     abstract_action,
     collapse_runs,
     describe_template,
+    short_template,
     split_action,
     vocabulary,
 )
@@ -35,4 +36,5 @@ def test_free_form_commands_keep_their_grammar():
 
 def test_runs_collapse_and_describe():
     assert collapse_runs(["a", "a", "a", "b", "a"]) == ["a+", "b", "a"]
-    assert "repeat as needed" in describe_template("go to <OBS> <NUM>+")
+    assert describe_template("go to <OBS> <NUM>+") == "go to <found entity> <number> (repeat)"
+    assert short_template("search[<Q>]+") == "search-task-each" and short_template("finish[<YESNO>]") == "finish-boolean"

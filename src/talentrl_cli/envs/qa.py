@@ -292,16 +292,8 @@ class QAEnv(SearchEnvironment):
     # -- what the episode loop (SearchEnvironment) asks of this env ------------------------
 
     def describe_tools(self) -> str:
-        shown = self.settings.max_sentences
-        part = f"its first {shown} sentences" if shown > 0 else "its full text"
-        return (
-            "(1) search[query]: dense search over the passage corpus; returns the best "
-            f"matching passage as 'Title: text' ({part}), "
-            "with a list of similar titles when the match is weak.\n"
-            "(2) lookup[keyword]: the next sentence containing keyword in the last passage "
-            "found, as '(Result i / n) sentence'.\n"
-            "(3) finish[answer]: give the final answer (a short span) and end the episode."
-        )
+        # one line: it is in every execution prompt (see prompts.py on the token budget)
+        return "search[query] finds a passage; lookup[keyword] its next sentence with keyword; finish[answer]."
 
     def score(self, task: Task, answer: str | None) -> dict[str, float]:
         from talentrl_cli.metrics import exact_match, f1

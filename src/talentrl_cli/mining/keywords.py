@@ -8,6 +8,8 @@ import numpy as np
 
 from talentrl_cli.mining.templates import STOPWORDS
 
+MIN_SHARE = 0.2  # a group word must occur in this share of its tasks
+
 
 class Keywords:
     """Binary bag of words over task texts; a group's distinctive words are those whose
@@ -25,10 +27,14 @@ class Keywords:
             self.matrix, self.vocab = None, np.array([])
         self.overall = None if self.matrix is None else np.asarray(self.matrix.mean(axis=0)).ravel()
 
-    def distinctive(self, rows: Sequence[int], top: int = 3) -> list[str]:
+    def distinctive(self, rows: Sequence[int], top: int = 3, min_share: float = MIN_SHARE) -> list[str]:
+        """The words whose in-group frequency most exceeds the overall one, among words in at
+        least `min_share` of the group's tasks: wording shared by a kind of task, not one
+        task's entity (which could be another task's gold answer)."""
         if self.matrix is None or len(rows) == 0:
             return []
         inside = np.asarray(self.matrix[np.asarray(rows)].mean(axis=0)).ravel()
         lift = inside - self.overall
         order = np.lexsort((self.vocab, -lift))  # by lift, then alphabetically
-        return [str(self.vocab[i]) for i in order[:top] if lift[i] > 0]
+        kept = [i for i in order if lift[i] > 0 and inside[i] >= min_share]
+        return [str(self.vocab[i]) for i in kept[:top]]

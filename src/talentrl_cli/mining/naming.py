@@ -1,8 +1,7 @@
 """Talent names and one-line descriptions (`mine.namer=template|llm`), and the LLM extractor.
 
-The `template` namer is offline and deterministic: a short slug from the talent's most
-distinctive task words (falling back to its top skill's tools) and a description built from
-its top skill and an exemplar task. The `llm` namer asks an LLM for the same two fields as
+The `template` namer is offline and deterministic: the name is the talent's top procedure in
+slot words (a reader tells strategies apart by it), the description the words its tasks share. The `llm` namer asks an LLM for the same two fields as
 JSON and falls back to the template result when the reply does not validate.
 """
 
@@ -16,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from talentrl_cli.mining.skills import EXTRACTORS, Extraction, template_extractor
+from talentrl_cli.mining.templates import pattern_name
 from talentrl_cli.registry import Registry
 from talentrl_cli.schema import Skill, Trajectory
 
@@ -34,8 +34,8 @@ class TalentContext:
 
 
 class NamedTalent(BaseModel):
-    name: str = Field(min_length=2, max_length=40, pattern=r"^[a-z][a-z0-9-]*$")
-    description: str = Field(min_length=10, max_length=300)
+    name: str = Field(min_length=2, max_length=64, pattern=r"^[a-z][a-z0-9-]*$")
+    description: str = Field(min_length=3, max_length=300)
 
 
 class WrittenSkill(BaseModel):
@@ -55,14 +55,16 @@ def template_namer(contexts: list[TalentContext], **_: Any) -> list[NamedTalent]
 
 
 def _template_name(context: TalentContext) -> NamedTalent:
+    """The name says what the strategy does (its top skill's procedure in slot words, e.g.
+    `search-task-each-finish-number`), the description which tasks it is for (their shared
+    words); neither quotes an exemplar task, which could be a prompt's own task."""
     top = context.top_skills[0] if context.top_skills else None
-    tools = slug(" ".join(t.split("[")[0].split()[0] for t in top.meta.get("pattern", []))) if top else ""
-    name = slug(" ".join(context.keywords[:2])) or tools or f"talent-{context.index + 1}"
-    what = top.name if top else "the steps its tasks share"
-    example = f" e.g. \u201c{context.exemplars[0]}\u201d" if context.exemplars else ""
-    words = f" ({', '.join(context.keywords)})" if context.keywords else ""
+    pattern = top.meta.get("pattern") if top else None
+    name = slug(pattern_name(pattern), words=8) if pattern else slug(top.name, words=8) if top else ""
+    name = name or f"talent-{context.index + 1}"
+    words = ", ".join(context.keywords)
     return NamedTalent(name=name if name[0].isalpha() else f"t-{name}",
-                       description=f"Strategy: {what}. For tasks{words} like{example}."[:300])
+                       description=words or f"tasks using {top.name if top else 'it'}")
 
 
 @NAMERS.register("llm")

@@ -2,8 +2,8 @@
 
 An extractor turns successful trajectories into skills and a trajectory x skill usage
 matrix. The default `template` extractor is offline and deterministic: frequent closed
-procedures over action templates, each described from the data (name, when to use, steps
-with a grounded example). Near-duplicate skills are merged by embedding cosine.
+procedures over action templates, each described in slot words (name, steps) and by the
+task words its trajectories share (when to use), never by one trajectory's values. Near-duplicate skills are merged by embedding cosine.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from talentrl_cli.mining.procedures import closed_frequent, count_patterns, occurrences
-from talentrl_cli.mining.templates import describe_template, short_template, trajectory_templates
+from talentrl_cli.mining.templates import describe_template, pattern_name, trajectory_templates
 from talentrl_cli.registry import Registry
 from talentrl_cli.schema import Skill, Trajectory
 
@@ -40,56 +40,28 @@ def template_extractor(trajectories: list[Trajectory], cfg: Any, keywords: Any, 
     skills = []
     for col, (pattern, rows) in enumerate(zip(patterns, rows_per_pattern, strict=True)):
         usage[rows, col] = 1.0
-        skills.append(_describe(pattern, rows, trajectories, sequences, keywords))
+        skills.append(_describe(pattern, rows, trajectories, keywords))
     return Extraction(skills, usage)
 
 
 def _describe(pattern: tuple[str, ...], rows: list[int], trajectories: list[Trajectory],
-              sequences: list[list[str]], keywords: Any) -> Skill:
-    example = trajectories[rows[0]]
-    steps = [_step_text(t, example, sequences[rows[0]]) for t in pattern]
+              keywords: Any) -> Skill:
+    """Name and steps in slot words only, and when to use it as the words its tasks share
+    (`Keywords.distinctive` keeps words frequent in the group): a skill shown with any task
+    quotes no entity, argument or answer of the trajectories it was mined from."""
     words = keywords.distinctive(rows, top=3)
-    when = f"Tasks like \u201c{_clip(example.task.question)}\u201d"
-    when += f" (typical words: {', '.join(words)})." if words else "."
     return Skill(
-        id=skill_id(pattern), name=" \u2192 ".join(short_template(t) for t in pattern), when_to_use=when,
-        steps=steps, support=len(rows),
+        id=skill_id(pattern), name=pattern_name(pattern),
+        when_to_use=", ".join(words),
+        steps=[describe_template(t) for t in pattern], support=len(rows),
         source_trajectories=[trajectories[r].id for r in rows[:MAX_LISTED_SOURCES]],
         meta={"pattern": list(pattern)},
     )
 
 
-def _step_text(template: str, example: Trajectory, sequence: list[str]) -> str:
-    """The template in words, with the example trajectory's concrete action."""
-    text = describe_template(template)
-    if template in sequence:
-        position = _raw_index(example, sequence, template)
-        if position is not None:
-            text += f" \u2014 e.g. {_clip(example.steps[position].action, 80)}"
-    return text
-
-
-def _raw_index(example: Trajectory, sequence: list[str], template: str) -> int | None:
-    """The index in the original steps of the first action behind `template`."""
-    from talentrl_cli.mining.templates import abstract_action, vocabulary
-
-    question = vocabulary(example.task.question)
-    seen = vocabulary(str(example.task.meta.get("initial_observation", "")))
-    for i, step in enumerate(example.steps):
-        if abstract_action(step.action, question, seen) == template.rstrip("+"):
-            return i
-        seen |= vocabulary(step.observation)
-    return None
-
-
 def skill_id(pattern: tuple[str, ...] | str) -> str:
     text = "\n".join(pattern) if isinstance(pattern, tuple) else pattern
     return "s-" + hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def merge_near_duplicates(extraction: Extraction, embeddings: np.ndarray, threshold: float) -> Extraction:

@@ -39,14 +39,16 @@ STOPWORDS = frozenset(
     "what which who whom whose when where how why do does did as into than then there their".split()
 )
 _PRIORITY = ("<OBS>", "<Q>", "<ENT>", "<QUOTE>", "<NUM>", "<W>")
+# Slot words carry no value from any trajectory, so a skill or talent rendered from them
+# cannot leak a task's entities or answers into another task's prompt. `<YESNO>` is
+# "boolean", not "yes/no": the words yes and no are gold answers.
 SLOT_WORDS = {
-    "<Q>": "question entity", "<OBS>": "found entity", "<NUM>": "number", "<YESNO>": "yes/no",
-    "<QUOTE>": "quoted text", "<ENT>": "other entity", "<W>": "keyword",
+    "<Q>": "task", "<OBS>": "found", "<NUM>": "number", "<YESNO>": "boolean",
+    "<QUOTE>": "quote", "<ENT>": "entity", "<W>": "keyword",
 }
 SLOT_PHRASES = {
-    "<Q>": "<an entity or keyword from the task>", "<OBS>": "<something seen in an earlier observation>",
-    "<NUM>": "<a number>", "<YESNO>": "<yes or no>", "<QUOTE>": "<quoted text>",
-    "<ENT>": "<another entity>", "<W>": "<a keyword>",
+    "<Q>": "<task entity>", "<OBS>": "<found entity>", "<NUM>": "<number>", "<YESNO>": "<boolean>",
+    "<QUOTE>": "<quoted text>", "<ENT>": "<other entity>", "<W>": "<keyword>",
 }
 
 
@@ -130,19 +132,24 @@ def collapse_runs(templates: Iterable[str]) -> list[str]:
 
 @cache
 def describe_template(template: str) -> str:
-    """A readable step: slots become phrases, `t+` becomes 'repeat as needed'."""
+    """A readable step: slots become phrases, `t+` becomes '(repeat)'."""
     repeated = template.endswith("+")
     text = template.rstrip("+")
     for slot, phrase in SLOT_PHRASES.items():
         text = text.replace(slot, phrase)
-    return f"{text} (repeat as needed)" if repeated else text
+    return f"{text} (repeat)" if repeated else text
 
 
 @cache
 def short_template(template: str) -> str:
-    """A few words for a template, used in skill names: `search question entity`."""
+    """A slug for a template, the words of skill and talent names: `search-task`,
+    `search-task-each` (a repeated run), `finish-number`; a free-form command keeps its verb."""
     tool, arg, bracketed = split_action(template.rstrip("+"))
-    words = [SLOT_WORDS.get(part, part) for part in re.findall(r"<[A-Z]+>|[^\s<>]+", arg)]
-    slots = [w for w in words if w in SLOT_WORDS.values()] if bracketed else words
-    text = " ".join([tool, *slots[:2]])
-    return text + " (repeated)" if template.endswith("+") else text
+    slots = [SLOT_WORDS[part] for part in re.findall(r"<[A-Z]+>", arg)] if bracketed else []
+    words = [tool, *slots[:1], *(["each"] if template.endswith("+") else [])]
+    return "-".join(w for w in words if w)
+
+
+def pattern_name(pattern: Iterable[str]) -> str:
+    """A procedure's name: its templates' slugs, e.g. `search-task-search-found-finish-number`."""
+    return "-".join(short_template(t) for t in pattern)

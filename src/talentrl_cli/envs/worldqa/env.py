@@ -206,15 +206,8 @@ class WorldQAEnv(SearchEnvironment):
     # -- what the episode loop (SearchEnvironment) asks of this env ----------------------------
 
     def describe_tools(self) -> str:
-        return (
-            "(1) search[query]: search the encyclopedia; returns the best matching article as "
-            f"'Title: text' (its first {self.settings.max_sentences} sentences), with similar "
-            "titles when the match is weak.\n"
-            "(2) lookup[keyword]: the next sentence containing keyword in the last article "
-            "found, as '(Result i / n) sentence'.\n"
-            "(3) finish[answer]: give the final answer (a short span, a number, or yes/no) and "
-            "end the episode."
-        )
+        # one line: it is in every execution prompt (see prompts.py on the token budget)
+        return "search[query] finds an article; lookup[keyword] its next sentence with keyword; finish[answer]."
 
     def score(self, task: Task, answer: str | None) -> dict[str, float]:
         from talentrl_cli.metrics import exact_match, f1
