@@ -32,7 +32,7 @@ from typing import Any
 # CPU cost), so the instructions are terse and nothing the conversation already holds is
 # repeated: the routing turn shows the task and the talents' descriptions, so the execution
 # context after it holds only the tools and the skills.
-SYSTEM_PROMPT = "Solve the task with tools. First pick a talent (a strategy)."
+SYSTEM_PROMPT = "Pick a talent (a strategy), then solve the task with tools."
 FLAT_SYSTEM_PROMPT = "Solve the task with tools."
 ROUTE_INSTRUCTION = "Reply <talent>NAME</talent>."
 ACT_INSTRUCTION = "Each turn: Thought: ... Action: tool[argument]."
@@ -83,7 +83,8 @@ def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str
     if tools.strip():
         parts.append(f"Tools: {tools.strip()}")
     if skills:
-        parts.append("Skills:\n" + "\n".join(f"{i}. {render_skill(s)}" for i, s in enumerate(skills, 1)))
+        # bullets, not numbers: a list number would read as a value (and 2 is a gold answer)
+        parts.append("Skills:\n" + "\n".join(f"- {render_skill(s)}" for s in skills))
     parts.append(ACT_INSTRUCTION)
     return "\n".join(parts)
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from talentrl_cli.mining.templates import STOPWORDS
 
-MIN_SHARE = 0.2  # a group word must occur in this share of its tasks
+_CAPITALISED = re.compile(r"(?<=[\w,;:)\]\"'] )[A-Z][^\W\d_]+")
+MIN_SHARE = 0.1  # a group word must occur in this share of its tasks
+
+
+def name_words(texts: Sequence[str]) -> set[str]:
+    """Lower-cased words that some text capitalises past its first word: parts of names
+    (an entity is never a kind of task, and may be another task's answer)."""
+    return {word.lower() for text in texts for word in _CAPITALISED.findall(text)}
 
 
 class Keywords:
@@ -18,7 +26,8 @@ class Keywords:
     def __init__(self, texts: Sequence[str]):
         from sklearn.feature_extraction.text import CountVectorizer
 
-        self.vectorizer = CountVectorizer(binary=True, lowercase=True, stop_words=sorted(STOPWORDS),
+        stop = STOPWORDS | name_words(texts)
+        self.vectorizer = CountVectorizer(binary=True, lowercase=True, stop_words=sorted(stop),
                                           token_pattern=r"(?u)\b[^\W\d_]{3,}\b")
         try:
             self.matrix = self.vectorizer.fit_transform(texts).tocsr()

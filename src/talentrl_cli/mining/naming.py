@@ -64,7 +64,7 @@ def _template_name(context: TalentContext) -> NamedTalent:
     name = name or f"talent-{context.index + 1}"
     words = ", ".join(context.keywords)
     return NamedTalent(name=name if name[0].isalpha() else f"t-{name}",
-                       description=words or f"tasks using {top.name if top else 'it'}")
+                       description=words or "no shared task words")
 
 
 @NAMERS.register("llm")

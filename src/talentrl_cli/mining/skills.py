@@ -49,7 +49,7 @@ def _describe(pattern: tuple[str, ...], rows: list[int], trajectories: list[Traj
     """Name and steps in slot words only, and when to use it as the words its tasks share
     (`Keywords.distinctive` keeps words frequent in the group): a skill shown with any task
     quotes no entity, argument or answer of the trajectories it was mined from."""
-    words = keywords.distinctive(rows, top=3)
+    words = keywords.distinctive(rows, top=2)  # the talent menu already names its tasks' words
     return Skill(
         id=skill_id(pattern), name=pattern_name(pattern),
         when_to_use=", ".join(words),
