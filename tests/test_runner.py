@@ -8,8 +8,9 @@ from talentrl_cli.artifacts import ArtifactStore
 
 
 def test_stage_publishes_and_prints_ref_last(run_cli, test_stages):
-    code, out, _ = run_cli("alpha", "seed=3")
+    code, out, err = run_cli("alpha", "seed=3")
     assert code == 0 and out.strip().splitlines()[-1] == "alpha:v1"
+    assert "alpha:v1 published in " in err and "(value=3)" in err  # its time and key metric, on stderr
     manifest = ArtifactStore(run_cli.root).resolve("alpha:v1").manifest
     assert manifest["config"] == {"seed": 3}
     assert manifest["metrics"] == {"value": 3}

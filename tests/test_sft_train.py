@@ -30,3 +30,32 @@ def test_tiny_model_trains_in_fp32_without_checkpointing(tmp_path):
 
     args = training_args(compose(["model=tiny"]), Path(tmp_path))
     assert args["bf16"] is False and args["activation_checkpointing"] is False and args["fp16"] is False
+
+
+def test_cpu_loss_over_trained_positions_equals_trls_fused_head_loss(tmp_path):
+    """The CPU loss (logits only where the next token is trained) is TRL's loss, to fp32 noise."""
+    import torch
+    from datasets import Dataset
+    from omegaconf import OmegaConf
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from talentrl_cli import models, prompts
+    from talentrl_cli.config import compose
+    from talentrl_cli.sft_train import trainer_class, training_args
+
+    cfg = compose(["model=tiny", "sft.batch_size=2", "sft.grad_accum=1"])
+    tokenizer = models.load_tokenizer(cfg.model)
+    tokenizer.chat_template = prompts.training_chat_template(tokenizer)
+    conversations = [[{"role": "system", "content": "S"}, {"role": "user", "content": f"Task: question {i}"},
+                      {"role": "assistant", "content": "Action: finish[" + "yes " * i + "]"}] for i in range(1, 5)]
+    trainer = trainer_class()(model=AutoModelForCausalLM.from_pretrained(models.model_path(cfg.model)),
+                              args=SFTConfig(**training_args(OmegaConf.create(cfg), tmp_path)),
+                              train_dataset=Dataset.from_list([{"messages": m} for m in conversations]),
+                              processing_class=tokenizer)
+    batch = next(iter(trainer.get_train_dataloader()))
+    assert (batch["labels"] != -100).float().mean() < 0.5  # most positions are masked
+    with torch.no_grad():
+        ours = trainer.compute_loss(trainer.model, dict(batch), num_items_in_batch=torch.tensor(7))
+        trls = SFTTrainer.compute_loss(trainer, trainer.model, dict(batch), num_items_in_batch=torch.tensor(7))
+    assert torch.allclose(ours, trls, rtol=1e-5, atol=1e-6), (ours, trls)

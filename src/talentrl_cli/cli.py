@@ -47,8 +47,11 @@ def _global_options(
     Stages: mine -> index -> sft -> rl -> eval, each publishing a versioned artifact.
     Example: talentrl pipeline stages/demo.yaml
     """
+    from talentrl_cli.progress import quiet_libraries
+
     _state["root"] = artifacts_root
     _state["verbose"] = verbose
+    quiet_libraries(verbose)  # every command passes here; the stages' displays replace the noise
     if verbose:
         import logging
 
@@ -86,6 +89,9 @@ def _stage_command(stage: Stage):
         if dry_run:
             _print_plan(result.plan)
             return
+        from talentrl_cli.report import stage_done_line
+
+        _stderr(_escape(stage_done_line(result)))
         print(result.artifact.ref)
 
     command.__doc__ = stage.summary
@@ -179,11 +185,12 @@ def pipeline(
 ) -> None:
     """Run the stages listed in a pipeline spec, wiring each stage's inputs to earlier outputs."""
     from talentrl_cli.pipeline import load_spec, run_pipeline
+    from talentrl_cli.report import print_pipeline_summary
 
-    results = run_pipeline(load_spec(spec), _store(), extra=overrides or [], from_stage=from_stage,
+    store = _store()
+    results = run_pipeline(load_spec(spec), store, extra=overrides or [], from_stage=from_stage,
                            until=until, force=force, log=_stderr)
-    for result in results:
-        _stderr(f"{result.artifact.ref:<12} {'reused' if result.reused else 'published'}")
+    print_pipeline_summary(results, store.root)
     print(results[-1].artifact.ref)
 
 

@@ -175,8 +175,9 @@ def plot_confusion(confusion: dict[str, dict[str, int]], mode: str, path: Path) 
     plt.close(fig)
 
 
-def print_table(metrics: dict[str, Any]) -> None:
-    """The mode x score table on stderr (stdout's last line stays the published ref)."""
+def print_table(metrics: dict[str, Any], console: Any = None) -> None:
+    """The mode x score table on stderr (stdout's last line stays the published ref); pass the
+    stage display's console while it is live, so the table prints above it, not through it."""
     from rich.console import Console
     from rich.table import Table
 
@@ -187,7 +188,7 @@ def print_table(metrics: dict[str, Any]) -> None:
         route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
         table.add_row(mode, _cell(m["em"]), _cell(m["f1"]), _cell(m["success"]), route,
                       str(m["mean_turns"]), str(m["mean_tokens"]))
-    Console(stderr=True, width=max(100, Console(stderr=True).width)).print(table)
+    (console or Console(stderr=True, width=max(100, Console(stderr=True).width))).print(table)
 
 
 def log_wandb_table(metrics: dict[str, Any]) -> None:

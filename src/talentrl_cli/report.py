@@ -128,3 +128,101 @@ def print_skill_ranking(store: Any, index_ref: str, text: str, talent: str | Non
         table.add_row(str(rank), f"{skill.name}\n[dim]{skill.when_to_use}[/]", f"{hit.cos:.3f}",
                       f"{hit.prior:.3f}", f"{hit.score:.3f}")
     console.print(table)
+
+
+# -- stage and pipeline summaries (stderr: stdout's last line stays the published ref) ---------
+
+
+def headline(result: Any) -> str:
+    """The metrics the stage declares as its headline (`Stage.headline`), else its first number."""
+    import fnmatch
+
+    metrics = result.artifact.manifest.get("metrics", {}) if result.artifact else {}
+    scalars = {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    patterns = result.plan.stage.headline
+    if not patterns:
+        return _short_metrics(scalars, limit=1) if scalars else ""
+    chosen = [k for k in scalars if any(fnmatch.fnmatchcase(k, p) for p in patterns)]
+    chosen.sort(key=lambda k: next(i for i, p in enumerate(patterns) if fnmatch.fnmatchcase(k, p)))
+    return ", ".join(f"{k}={_number(scalars[k])}" for k in chosen)
+
+
+def _number(value: float) -> str:
+    """4 significant digits, without exponents for large values (tokens_per_s=22550)."""
+    return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s"
+
+
+def stage_done_line(result: Any) -> str:
+    """`sft:v2 published in 34.2 s (loss_start=6.23, loss_end=6.18)` after a stage command."""
+    verb = "reused" if result.reused else "published"
+    key = headline(result)
+    return f"{result.artifact.ref} {verb} in {duration(result.seconds)}" + (f" ({key})" if key else "")
+
+
+def print_pipeline_summary(results: list[Any], root: Any) -> None:
+    """Each step's ref, whether it ran, its wall time and headline metrics; then where the
+    artifacts, reports and plots are, and how to run `talentrl` directly."""
+    from talentrl_cli.progress import stderr_console
+
+    err = stderr_console()
+    table = Table("stage", "ref", "status", "time", "key metrics", title="pipeline summary",
+                  caption=f"total {duration(sum(r.seconds for r in results))}", title_justify="left")
+    for r in results:
+        table.add_row(r.plan.stage.name, r.artifact.ref, "reused" if r.reused else "ran",
+                      duration(r.seconds), headline(r) or "-")
+    err.print(table)
+    err.print(f"artifacts root: {_short_path(root)}")
+    for line in _output_lines(results):
+        err.print(line)
+    err.print(cli_hint())
+
+
+def _output_lines(results: list[Any]) -> list[str]:
+    """`<ref>: <folder>` with its report.md and PNG plots, the last step first (the eval)."""
+    lines = []
+    for r in reversed(results):
+        path = r.artifact.path
+        reports, plots = [p for p in [path / "report.md"] if p.is_file()], sorted(path.glob("*.png"))
+        if r is results[-1] or reports or plots:
+            lines.append(f"{r.artifact.ref}: {_short_path(path)}")
+            lines += [f"  report: {_short_path(p)}" for p in reports]
+            lines += [f"  plot:   {_short_path(p)}" for p in plots]
+    return lines
+
+
+def cli_hint() -> str:
+    """Where the `talentrl` executable is, for a shell that lacks it: `nox -s demo` installs
+    it into `.nox/demo`, whose bin/ is on PATH only inside nox."""
+    import os
+    import shutil
+    import sys
+    from pathlib import Path
+
+    bindir = Path(sys.prefix) / ("Scripts" if os.name == "nt" else "bin")
+    exe = bindir / ("talentrl.exe" if os.name == "nt" else "talentrl")
+    activated = os.environ.get("VIRTUAL_ENV") == sys.prefix and "NOX_CURRENT_SESSION" not in os.environ
+    if sys.prefix != sys.base_prefix and exe.is_file() and not activated:
+        return (f"run talentrl directly: {_short_path(exe)} --help  "
+                f"(or put it on PATH: source {_short_path(bindir / 'activate')})")
+    found = shutil.which("talentrl")
+    if found:
+        return f"run talentrl directly: talentrl --help  ({found})"
+    return "talentrl is not installed as a command here: `pip install -e .` in the checkout installs it"
+
+
+def _short_path(path: Any) -> str:
+    """Relative to the working directory when below it (shorter, copy-pasteable), else absolute."""
+    from pathlib import Path
+
+    absolute = Path(path).resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ class StageResult:
     artifact: Artifact | None
     reused: bool
     plan: StagePlan
+    seconds: float = 0.0  # wall time of planning plus (unless reused) the run and publish
 
 
 def default_root() -> Path:
@@ -66,19 +68,22 @@ def plan_stage(name: str, overrides: Sequence[str], store: ArtifactStore, force:
 
 def execute_stage(name: str, overrides: Sequence[str], store: ArtifactStore, *,
                   force: bool = False, dry_run: bool = False, log: Any = None) -> StageResult:
+    started = time.perf_counter()
     plan = plan_stage(name, overrides, store, force=force)
     say = log or (lambda message: None)
     if dry_run:
         return StageResult(plan.reusable, plan.reusable is not None, plan)
     if plan.reusable is not None:
         say(f"{name}: inputs and config match {plan.reusable.ref}; reusing it (--force reruns)")
-        return StageResult(plan.reusable, True, plan)
-    return StageResult(_run_and_publish(plan, store, say), False, plan)
+        return StageResult(plan.reusable, True, plan, time.perf_counter() - started)
+    artifact = _run_and_publish(plan, store, say)
+    return StageResult(artifact, False, plan, time.perf_counter() - started)
 
 
 def _run_and_publish(plan: StagePlan, store: ArtifactStore, say: Any) -> Artifact:
     from omegaconf import OmegaConf
 
+    from talentrl_cli.progress import stage_display
     from talentrl_cli.tracking import track
 
     stage = plan.stage
@@ -88,7 +93,8 @@ def _run_and_publish(plan: StagePlan, store: ArtifactStore, say: Any) -> Artifac
         tracker.use_inputs(plan.inputs)
         with store.staging(stage.name) as out_dir:
             say(f"{stage.name}: running (inputs: {_describe(plan.inputs)})")
-            metrics = stage.run(cfg, dict(plan.inputs), out_dir) or {}
+            with stage_display(stage.name):
+                metrics = stage.run(cfg, dict(plan.inputs), out_dir) or {}
             artifact = store.publish(out_dir, stage=stage.name, config=plan.config,
                                      config_hash=plan.config_hash, inputs=plan.inputs,
                                      metrics=metrics)

@@ -5,6 +5,7 @@ CIs, report.md and its plots; and user errors."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -60,6 +61,9 @@ def test_eval_every_mode_writes_results_metrics_report_and_plots(run_cli, indexe
     summary = artifact.manifest["metrics"]
     assert summary["benchmark"] == "worldqa/dev" and "talent/em_ci" in summary
     assert "talentrl eval: worldqa/dev" in err  # the rich table
+    for mode in ("zero_shot", "oracle_talent"):  # a progress line per mode, no library noise
+        assert f"eval: {mode}  0/" in err and re.search(rf"eval: {mode}  \d+/\d+ episodes  done in", err)
+    assert "Loading weights" not in err and "Warning" not in err
 
 
 def test_eval_rejects_unknown_modes_and_skill_modes_without_an_index(run_cli, indexed):

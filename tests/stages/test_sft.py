@@ -70,6 +70,15 @@ def test_sft_trains_a_peft_adapter_that_loads_and_generates(run_cli, indexed):
     assert not list((run_cli.root / ".checkpoints" / "sft").glob("*/checkpoint-*"))  # a finished run cleans up
 
 
+def test_the_console_is_one_step_bar_without_log_dicts_or_library_noise(run_cli, indexed):
+    code, out, err = run_cli("sft", *FAST, "sft.max_steps=2")
+    assert code == 0 and out.strip().splitlines()[-1] == "sft:v1"
+    assert "sft: train  0/2 steps" in err and "sft: train  2/2 steps  done in" in err
+    assert "loss " in err and " tok/s" in err and "sft:v1 published in " in err
+    assert "{'loss'" not in out + err and "Loading weights" not in err and "Warning" not in err
+    assert "examples/s" not in err  # datasets' map bars
+
+
 @pytest.fixture
 def inputs(run_cli, indexed):
     store = ArtifactStore(run_cli.root)

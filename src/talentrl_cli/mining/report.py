@@ -6,10 +6,20 @@ from typing import Any
 
 from talentrl_cli.jsonl import ReadStats
 
+EXEMPLARS = [
+    "How skills and talents are described: names and steps in slot words (`<task entity>`, "
+    "`<found entity>`, `<number>`, ...), when-to-use and descriptions by the task words a group "
+    "shares (in >= 10 % of its tasks, never a word some task capitalises past its start). No "
+    "prompt quotes a trajectory's question, argument or answer, so an SFT example cannot copy "
+    "its own answer from its skills. Exemplars (`talents.jsonl`) are each talent's members "
+    "nearest its embedding centroid; they are for people reading this report and are never "
+    "rendered into a prompt.",
+]
+
 
 def render_report(result: Any, metrics: dict[str, Any], stats: ReadStats) -> str:
     lines = ["# Mining report", ""]
-    lines += _inputs(metrics, stats) + [""] + _talent_table(result) + [""]
+    lines += _inputs(metrics, stats) + [""] + _talent_table(result) + [""] + EXEMPLARS + [""]
     lines += _agreement(metrics) + _k_selection(metrics) + _skill_table(result)
     return "\n".join(lines) + "\n"
 

@@ -39,6 +39,8 @@ class Stage:
     sections: tuple[str, ...] = ("seed",)
     # extra boolean CLI flags, each a shorthand for one override: {"resume": ("sft.resume=true", help)}
     flags: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # the metrics a summary shows for this stage (fnmatch patterns, e.g. "*/em"); none: the first number
+    headline: tuple[str, ...] = ()
 
 
 STAGES: Registry[Stage] = Registry("stage")

@@ -33,9 +33,13 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli.envs import env_from_config
     from talentrl_cli.generation import make_backend
     from talentrl_cli.jsonl import write_jsonl
+    from talentrl_cli.progress import current
 
     modes = check_modes(cfg, inputs)
-    model, tokenizer = load_model(cfg, inputs.get("model"))
+    artifact = inputs.get("model")
+    label = artifact.ref if artifact else cfg.model.get("name_or_path") or cfg.model.kind
+    with current().step(f"loading {label}"):
+        model, tokenizer = load_model(cfg, artifact)
     backend = make_backend(model, tokenizer, str(cfg.eval.backend), int(cfg.eval.batch_size))
     env = env_from_config(cfg)
     tasks = env.tasks(str(cfg.eval.split))
@@ -50,7 +54,7 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
                                     int(cfg.seed))
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     eval_report.write_report(out_dir, metrics, rows, ctx.talent_to_strategy)
-    eval_report.print_table(metrics)
+    eval_report.print_table(metrics, current().console)
     eval_report.log_wandb_table(metrics)
     return eval_report.flat_metrics(metrics)
 
@@ -98,13 +102,57 @@ def load_model(cfg: Any, artifact: Any | None) -> tuple[Any, Any]:
     return model.eval(), tokenizer
 
 
+class Metered:
+    """The backend, reporting each batched call to the stage display: a bar per mode over
+    episodes, with the turn and how many still run. The rollout engine makes one `generate`
+    call per turn over the running episodes, so this sees progress without changing it."""
+
+    def __init__(self, backend: Any):
+        from talentrl_cli.progress import current
+
+        self.backend, self.display = backend, current()
+        self.task: Any = None
+        self.done = self.batch = self.turn = 0
+
+    def __getattr__(self, name: str) -> Any:  # tokenizer, forget, ...
+        if name == "backend":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+    def begin(self, mode: str, episodes: int) -> None:
+        self.task, self.done = self.display.task(mode, total=episodes, unit="episodes"), 0
+
+    def start_batch(self, episodes: int) -> None:
+        self.batch, self.turn = episodes, 0
+
+    def end_batch(self) -> None:
+        self.done, self.batch = self.done + self.batch, 0
+        self.display.update(self.task, completed=self.done)
+
+    def end(self) -> None:
+        self.display.finish(self.task, info="")
+
+    def generate(self, prompts: Any, seeds: Any, params: Any) -> Any:
+        if self.batch:  # an execution turn (else: free-form routing)
+            self.turn += 1
+            info = f"turn {self.turn}, {len(prompts)} running"
+            self.display.update(self.task, completed=self.done + self.batch - len(prompts), info=info)
+        else:
+            self.display.update(self.task, info="routing")
+        return self.backend.generate(prompts, seeds, params)
+
+    def score(self, prompts: Any, continuations: Any) -> Any:
+        self.display.update(self.task, info=f"routing: scoring {len(prompts)} talent labels")
+        return self.backend.score(prompts, continuations)
+
+
 class Context:
     """Everything a mode needs: the backend, env, tasks, skill bank and task vectors."""
 
     def __init__(self, cfg: Any, backend: Any, env: Any, tasks: list[Any], index: Any | None):
         from talentrl_cli.rollout import RolloutConfig
 
-        self.cfg, self.backend, self.env, self.tasks = cfg, backend, env, tasks
+        self.cfg, self.backend, self.env, self.tasks = cfg, Metered(backend), env, tasks
         self.k, self.lam = int(cfg.index.k), float(cfg.index.lam)
         e = cfg.eval
         self.rollout = RolloutConfig(int(e.max_steps), int(e.max_new_tokens), int(e.max_total_tokens),
@@ -130,6 +178,19 @@ class Context:
         return self._vectors
 
     def evaluate(self, mode: str) -> list[Any]:
+        """The mode's episodes, one per task (the oracle may run several per task)."""
+        self.backend.begin(mode, self._n_episodes(mode))
+        episodes = self._evaluate(mode)
+        self.backend.end()
+        return episodes
+
+    def _n_episodes(self, mode: str) -> int:
+        if mode != "oracle_talent":
+            return len(self.tasks)
+        known = sum(1 for name in self._oracle_names() if name)
+        return known + (len(self.tasks) - known) * len(self.talents)
+
+    def _evaluate(self, mode: str) -> list[Any]:
         from talentrl_cli.rollout import retrieve
 
         if mode == "zero_shot":
@@ -167,13 +228,15 @@ class Context:
         tools = self.env.describe_tools()
         episodes = [start_episode(tok, task, self.talents.get(name) if name else None, sk, menu_talents, tools=tools)
                     for task, name, sk in zip(tasks, names, skills, strict=True)]
-        return run_episodes(self.backend, self.env, episodes, self.rollout)
+        self.backend.start_batch(len(episodes))
+        episodes = run_episodes(self.backend, self.env, episodes, self.rollout)
+        self.backend.end_batch()
+        return episodes
 
     def _oracle(self) -> list[Any]:
         """The gold-mapped talent where the task has gold and some talent maps to it; else
         the best-rewarded of every talent (an upper bound on routing)."""
-        by_strategy = {s: n for n, s in sorted(self.talent_to_strategy.items(), reverse=True)}
-        names = [by_strategy.get(t.strategy) if t.strategy else None for t in self.tasks]
+        names = self._oracle_names()
         known = [i for i, n in enumerate(names) if n]
         best: list[Any] = [None] * len(self.tasks)
         self._fill(best, known, [names[i] for i in known])
@@ -181,6 +244,10 @@ class Context:
         for name in self.talents if unknown else ():
             self._fill(best, unknown, [name] * len(unknown))
         return best
+
+    def _oracle_names(self) -> list[str | None]:
+        by_strategy = {s: n for n, s in sorted(self.talent_to_strategy.items(), reverse=True)}
+        return [by_strategy.get(t.strategy) if t.strategy else None for t in self.tasks]
 
     def _fill(self, best: list[Any], rows: list[int], names: list[str]) -> None:
         """Run `names[j]` on task `rows[j]`; keep it where it beats what `best` holds."""
@@ -224,4 +291,5 @@ STAGE = register_stage(Stage(
     inputs={"model": ("rl", "sft"), "index": ("index",)},
     optional_inputs=frozenset({"model", "index"}),
     sections=("seed", "eval", "model", "env", "index", "embedder"),
+    headline=("*/em",),
 ))

@@ -30,19 +30,23 @@ def render_skill(skill: Any, template: str) -> str:
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli.embedding import Embedder
     from talentrl_cli.jsonl import iter_jsonl
+    from talentrl_cli.progress import current
     from talentrl_cli.schema import Skill, Talent
     from talentrl_cli.skillbank import SkillBank
 
     mine = inputs["mine"]
     skills = list(iter_jsonl(mine.file("skills.jsonl"), Skill))
     talents = list(iter_jsonl(mine.file("talents.jsonl"), Talent))
-    embedder = Embedder.from_config(cfg.embedder)
-    vectors = embedder.encode([render_skill(s, str(cfg.index.skill_template)) for s in skills])
+    with current().step(f"embedding {len(skills)} skills ({cfg.embedder.name_or_path})"):
+        embedder = Embedder.from_config(cfg.embedder)
+        vectors = embedder.encode([render_skill(s, str(cfg.index.skill_template)) for s in skills])
     params = {k: int(cfg.index[k]) for k in ("M", "ef_construction", "ef", "exact_below")}
-    bank = SkillBank.build(skills, talents, vectors, embedder.identity(), params, int(cfg.index.oversample))
-    bank.save(out_dir)
-    agreement = exact_agreement(bank, int(cfg.index.agreement_queries), int(cfg.index.k),
-                                float(cfg.index.lam), int(cfg.seed))
+    with current().step(f"building the index and the prior of {len(talents)} talents"):
+        bank = SkillBank.build(skills, talents, vectors, embedder.identity(), params, int(cfg.index.oversample))
+        bank.save(out_dir)
+    with current().step("checking top-k agreement with exact scoring"):
+        agreement = exact_agreement(bank, int(cfg.index.agreement_queries), int(cfg.index.k),
+                                    float(cfg.index.lam), int(cfg.seed))
     return {"n_skills": len(skills), "n_talents": len(talents), "dim": int(vectors.shape[1]),
             "hnsw": bank.index.uses_hnsw, "exact_agreement": agreement}
 
@@ -71,4 +75,5 @@ STAGE = register_stage(Stage(
     example="talentrl index inputs.mine=mine:latest index.M=32 index.ef=128",
     inputs={"mine": ("mine",)},
     sections=("seed", "index", "embedder"),
+    headline=("n_skills", "exact_agreement"),
 ))

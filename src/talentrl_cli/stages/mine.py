@@ -25,14 +25,17 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli.jsonl import ReadStats
     from talentrl_cli.mining import pipeline
     from talentrl_cli.mining.sources import gold_labels, load_source
+    from talentrl_cli.progress import current
 
     started, stats = time.perf_counter(), ReadStats()
-    trajectories = load_source(cfg.source, str(cfg.mine.on_error), stats, int(cfg.seed))
+    with current().step(f"reading source={cfg.source.kind}"):
+        trajectories = load_source(cfg.source, str(cfg.mine.on_error), stats, int(cfg.seed))
     successes = sorted((t for t in trajectories if t.success), key=lambda t: t.id)
     if not successes:
         raise DataError(f"no successful trajectory among {len(trajectories)} from source={cfg.source.kind}",
                         "mine needs successful trajectories (success: true) to distil skills from")
-    result = pipeline.mine(successes, cfg, out_dir)
+    with current().step(f"mining skills and talents from {len(successes)} successful trajectories"):
+        result = pipeline.mine(successes, cfg, out_dir)
     metrics = pipeline.metrics(result, gold_labels(successes, cfg.source))
     metrics.update(n_trajectories=len(trajectories), n_failed=len(trajectories) - len(successes),
                    skipped_lines=stats.total_skipped, seconds=round(time.perf_counter() - started, 2))
@@ -46,4 +49,5 @@ STAGE = register_stage(Stage(
     summary="Distil skills from trajectories and discover the talents above them.",
     example="talentrl mine source=react source.path=trajs.jsonl mine.n_talents=auto",
     sections=("seed", "source", "mine", "embedder"),
+    headline=("n_skills", "n_talents"),
 ))

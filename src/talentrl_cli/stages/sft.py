@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +48,19 @@ from talentrl_cli.stages import Stage, register_stage
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli import sft_data, sft_train
     from talentrl_cli.jsonl import write_jsonl
+    from talentrl_cli.progress import current
 
-    examples = build_dataset(cfg, inputs["mine"], inputs["index"])
+    with current().step(f"building examples (sft.mode={cfg.sft.mode})"):
+        examples = build_dataset(cfg, inputs["mine"], inputs["index"])
     write_jsonl(out_dir / sft_data.DATA_FILE, examples)
     checkpoints = checkpoint_dir(out_dir, cfg, inputs)
     resume = bool(cfg.sft.resume)
     if resume and sft_train.last_checkpoint(checkpoints) is None:
-        print(f"sft: no checkpoint under {checkpoints}; starting from scratch", file=sys.stderr)
+        current().note(f"sft: no checkpoint under {checkpoints}; starting from scratch")
     if not resume and is_main_process():
         shutil.rmtree(checkpoints, ignore_errors=True)
+    model = cfg.model.get("name_or_path") or cfg.model.kind
+    current().phase(f"loading {model} and tokenizing {len(examples)} examples")  # ends as training starts
     metrics = sft_train.train(cfg, [e["messages"] for e in examples], out_dir, checkpoints, resume)
     metrics["mode"] = str(cfg.sft.mode)
     if not is_main_process():
@@ -106,4 +109,5 @@ STAGE = register_stage(Stage(
     inputs={"mine": ("mine",), "index": ("index",)},
     sections=("seed", "sft", "model", "index", "embedder", "env"),
     flags={"resume": ("sft.resume=true", "Continue from the last checkpoint of this config and inputs")},
+    headline=("loss_start", "loss_end", "tokens_per_s"),
 ))
