@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import nox
 
-nox.options.default_venv_backend = "venv"
+# virtualenv (a nox dependency) brings its own pip: the stdlib venv needs ensurepip, which
+# Debian and Ubuntu ship separately (python3-venv)
+nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["lint", "tests"]
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}

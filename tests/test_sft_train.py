@@ -59,3 +59,13 @@ def test_cpu_loss_over_trained_positions_equals_trls_fused_head_loss(tmp_path):
         ours = trainer.compute_loss(trainer.model, dict(batch), num_items_in_batch=torch.tensor(7))
         trls = SFTTrainer.compute_loss(trainer, trainer.model, dict(batch), num_items_in_batch=torch.tensor(7))
     assert torch.allclose(ours, trls, rtol=1e-5, atol=1e-6), (ours, trls)
+
+
+def test_first_span_weights_mark_each_rows_first_trained_run():
+    import torch
+
+    from talentrl_cli.sft_train import _first_span_weights
+
+    trained = torch.tensor([[0, 1, 1, 0, 1, 1], [1, 0, 0, 1, 1, 0]], dtype=torch.bool)
+    weights = _first_span_weights(trained, 5.0)
+    assert weights.tolist() == [[1, 5, 5, 1, 1, 1], [5, 1, 1, 1, 1, 1]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -292,3 +293,18 @@ def test_native_rejects_foreign_records(tmp_path):
     path = _write(tmp_path, [_react()])
     with pytest.raises(DataError, match=r"data\.jsonl:1: field 'task': Field required"):
         _load("native", path)
+
+
+def test_the_readme_example_line_loads_as_a_react_trajectory(tmp_path):
+    """README's "Your own trajectories" example is a valid `source=react` line."""
+    import re
+
+    from talentrl_cli.trajectories import load_react
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"### Your own trajectories.*?```json\n(.*?)```", readme, re.S).group(1)
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps(json.loads(block)) + "\n")
+    (trajectory,) = list(load_react(path))
+    assert [s.action for s in trajectory.steps] == ["search[Silent Summit]", "search[Themand Linon]", "finish[Hebox]"]
+    assert trajectory.success and "Hebox" in trajectory.steps[1].observation

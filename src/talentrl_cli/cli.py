@@ -160,7 +160,8 @@ def index_query(
     report.print_skill_ranking(_store(), index_ref, text, talent, k, overrides or [])
 
 
-index_query.example = 'talentrl index query "Who directed the film?" --talent bridge -k 5 index.lam=0.5'
+index_query.example = ('talentrl index query "Who directed the film?" --talent search-found-finish-found -k 5 index.lam=0.5'
+                       '   (a talent of the demo index; an unknown name lists the index\'s talents)')
 STAGE_SUBCOMMANDS = {"index": {"query": index_query}}
 
 

@@ -41,6 +41,7 @@ def _mode_metrics(rows: list[dict[str, Any]], mapping: dict[str, str], n_bootstr
     out["n"] = len(rows)
     out["mean_turns"] = round(sum(r["turns"] for r in rows) / max(1, len(rows)), 3)
     out["mean_tokens"] = round(sum(r["policy_tokens"] for r in rows) / max(1, len(rows)), 1)
+    out["finished"] = round(sum(r["end"] == "finish" for r in rows) / max(1, len(rows)), 4)  # gave an answer
     usage = Counter(r["talent"] for r in rows if r["talent"])
     out["talent_usage"] = {t: round(c / len(rows), 4) for t, c in usage.most_common()}
     out["by_strategy"] = _by_strategy(rows, scores)
@@ -82,7 +83,14 @@ def flat_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
             if key in m:
                 out[f"{mode}/{key}"], out[f"{mode}/{key}_ci"] = m[key][0], m[key][1:]
         out[f"{mode}/mean_turns"], out[f"{mode}/mean_tokens"] = m["mean_turns"], m["mean_tokens"]
+        out[f"{mode}/finished"] = m.get("finished")
     return out
+
+
+def _share(mode_metrics: dict[str, Any]) -> str:
+    """% of episodes that ended with an answer (results from older versions lack it)."""
+    share = mode_metrics.get("finished")
+    return "-" if share is None else f"{100 * share:.0f}%"
 
 
 def _cell(triple: list[float]) -> str:
@@ -93,11 +101,12 @@ def markdown(metrics: dict[str, Any]) -> str:
     bench = metrics["benchmark"]
     lines = ["# talentrl eval", "", f"Command: `{metrics['command']}`", "",
              f"Benchmark `{bench}`, {metrics['n_tasks']} tasks; scores in %, bootstrap 95% CI.", "",
-             f"| mode | {bench} EM | F1 | success | routing acc. | turns | tokens |", "|---|---|---|---|---|---|---|"]
+             f"| mode | {bench} EM | F1 | success | routing acc. | finished | turns | tokens |",
+             "|---|---|---|---|---|---|---|---|"]
     for mode, m in metrics["modes"].items():
         route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
         lines.append(f"| {mode} | {_cell(m['em'])} | {_cell(m['f1'])} | {_cell(m['success'])} | {route} "
-                     f"| {m['mean_turns']} | {m['mean_tokens']} |")
+                     f"| {_share(m)} | {m['mean_turns']} | {m['mean_tokens']} |")
     lines += ["", "## Per strategy (EM %)", ""]
     strategies = sorted({s for m in metrics["modes"].values() for s in m["by_strategy"]})
     lines += ["| mode | " + " | ".join(strategies) + " |", "|---|" + "---|" * len(strategies)]
@@ -182,11 +191,11 @@ def print_table(metrics: dict[str, Any], console: Any = None) -> None:
     from rich.table import Table
 
     table = Table(title=f"talentrl eval: {metrics['benchmark']} ({metrics['n_tasks']} tasks, 95% CI)")
-    for col in ("mode", "EM", "F1", "success", "routing acc.", "turns", "tokens"):
+    for col in ("mode", "EM", "F1", "success", "routing acc.", "finished", "turns", "tokens"):
         table.add_column(col)
     for mode, m in metrics["modes"].items():
         route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
-        table.add_row(mode, _cell(m["em"]), _cell(m["f1"]), _cell(m["success"]), route,
+        table.add_row(mode, _cell(m["em"]), _cell(m["f1"]), _cell(m["success"]), route, _share(m),
                       str(m["mean_turns"]), str(m["mean_tokens"]))
     (console or Console(stderr=True, width=max(100, Console(stderr=True).width))).print(table)
 

@@ -46,7 +46,7 @@ def train(cfg: Any, messages: list[list[dict[str, str]]], out_dir: Path, checkpo
                                                  trust_remote_code=bool(model_cfg.get("trust_remote_code")))
     check_lengths(tokenizer, messages, int(sft.max_length))
     resume_from = last_checkpoint(checkpoints) if resume else None
-    trainer = trainer_class()(model=model, args=SFTConfig(**training_args(cfg, checkpoints)),
+    trainer = trainer_class(route_weight(cfg))(model=model, args=SFTConfig(**training_args(cfg, checkpoints)),
                          train_dataset=Dataset.from_list([{"messages": m} for m in messages]),
                          processing_class=tokenizer, peft_config=_peft_config(cfg),
                          callbacks=[_wandb_callback(), progress.trainer_callback()])
@@ -63,7 +63,12 @@ def train(cfg: Any, messages: list[list[dict[str, str]]], out_dir: Path, checkpo
     return metrics
 
 
-def trainer_class() -> type:
+def route_weight(cfg: Any) -> float:
+    """`sft.route_weight` in talent mode (the first assistant span is the talent label), else 1."""
+    return float(cfg.sft.get("route_weight", 1.0)) if str(cfg.sft.mode) == "talent" else 1.0
+
+
+def trainer_class(route_weight: float = 1.0) -> type:
     """TRL's SFTTrainer, with the loss computed from the trained positions only on a CPU.
 
     TRL 1.16 always routes the loss through its tiled "fused LM head"; on devices without
@@ -74,6 +79,10 @@ def trainer_class() -> type:
     projects only the positions whose next token is trained (assistant tokens, about a quarter
     of a row) and the loss is their summed cross-entropy over `num_items_in_batch`, as TRL's
     is; TRL's path is kept on accelerators, where its Triton kernel already skips masked rows.
+
+    `route_weight` != 1 scales the loss of each row's first trained span, the talent label:
+    the routing decision is one or two of a row's ~120 trained tokens, so with plain token
+    averaging a short SFT barely trains it (this path then runs on every device).
     """
     import torch
     import torch.nn.functional as F
@@ -81,7 +90,8 @@ def trainer_class() -> type:
 
     class TrainedPositionsSFTTrainer(SFTTrainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if self.args.device.type != "cpu" or "labels" not in inputs:
+            plain = route_weight == 1.0 and self.args.device.type != "cpu"
+            if plain or "labels" not in inputs:
                 return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
             shifted = inputs["labels"][:, 1:]
             trained = shifted != -100
@@ -89,8 +99,11 @@ def trainer_class() -> type:
             forward = {k: v for k, v in inputs.items() if k not in ("labels", "shift_labels")}
             outputs = model(**forward, logits_to_keep=keep, use_cache=False)
             logits, targets = outputs.logits.float(), shifted[trained]
+            per_token = F.cross_entropy(logits, targets, reduction="none")
+            if route_weight != 1.0:
+                per_token = per_token * _first_span_weights(trained, route_weight)[trained]
             count = trained.sum() if num_items_in_batch is None else num_items_in_batch
-            loss = F.cross_entropy(logits, targets, reduction="sum") / torch.as_tensor(count).clamp(min=1)
+            loss = per_token.sum() / torch.as_tensor(count).clamp(min=1)
             if self.args.average_tokens_across_devices and num_items_in_batch is not None:
                 loss = loss * self.accelerator.num_processes
             self._log_accuracy(logits, targets)
@@ -103,6 +116,16 @@ def trainer_class() -> type:
             self._metrics[mode]["mean_token_accuracy"].append((correct / total.clamp(min=1)).item())
 
     return TrainedPositionsSFTTrainer
+
+
+def _first_span_weights(trained: Any, weight: float) -> Any:
+    """`weight` on each row's first run of trained positions, 1 elsewhere (same shape)."""
+    import torch
+    import torch.nn.functional as F
+
+    starts = trained & ~F.pad(trained, (1, 0), value=False)[:, :-1]
+    first = trained & (starts.cumsum(dim=1) == 1)
+    return torch.where(first, torch.tensor(weight), torch.tensor(1.0))
 
 
 def check_lengths(tokenizer: Any, messages: list[list[dict[str, str]]], max_length: int) -> None:

@@ -96,3 +96,18 @@ def test_eval_on_a_qa_file_with_a_corpus_and_generated_routing(run_cli, indexed,
     metrics = json.loads((artifact.path / "metrics.json").read_text())
     assert metrics["benchmark"].startswith("qa/") and metrics["n_tasks"] == 3
     assert "routing_accuracy" not in metrics["modes"]["talent"]  # no gold strategy in a QA file
+
+
+def test_base_modes_put_the_base_model_beside_the_trained_policy(run_cli, indexed):
+    code, out, err = run_cli("sft", *WORLD, "sft.max_examples=2", "sft.max_steps=1", "sft.grad_accum=1", "index.k=2")
+    assert code == 0, err
+    code, out, err = run_cli("eval", f"inputs.model={out.split()[-1]}", *FAST, "eval.base_modes=[zero_shot]",
+                             "eval.modes=[talent]")
+    assert code == 0, err
+    artifact = ArtifactStore(run_cli.root).resolve(out.split()[-1])
+    metrics = json.loads((artifact.path / "metrics.json").read_text())
+    assert sorted(metrics["modes"]) == ["talent", "zero_shot@base"]
+    assert all(0 <= m["finished"] <= 1 for m in metrics["modes"].values())
+    assert "| zero_shot@base |" in (artifact.path / "report.md").read_text()
+    code, _, err = run_cli("eval", "inputs.model=none", *FAST, "eval.base_modes=[bogus]")
+    assert code == 1 and "bogus" in err

@@ -9,6 +9,9 @@ Modes: `zero_shot` (no skills, no talent), `flat` (R(x) with lam = 0), `talent` 
 routes: exact pi_route argmax, or `eval.routing=generate`), `oracle_talent` (the talent mapped
 to the task's gold strategy; without gold, the best of every talent) and `random_talent`.
 
+`eval.base_modes=[zero_shot]` also runs those modes on the base model (`model=`), reported as
+`zero_shot@base`: the trained policy and the untrained baseline in one table.
+
 The artifact: `results.jsonl` (one line per task and mode, with its transcript and token
 masks), `metrics.json`, `report.md` (mode x benchmark table with bootstrap 95% CIs and the
 command that produced it) and PNG plots (`eval_report`). The model is the `inputs.model`
@@ -36,19 +39,19 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from talentrl_cli.progress import current
 
     modes = check_modes(cfg, inputs)
-    artifact = inputs.get("model")
-    label = artifact.ref if artifact else cfg.model.get("name_or_path") or cfg.model.kind
-    with current().step(f"loading {label}"):
-        model, tokenizer = load_model(cfg, artifact)
-    backend = make_backend(model, tokenizer, str(cfg.eval.backend), int(cfg.eval.batch_size))
     env = env_from_config(cfg)
     tasks = env.tasks(str(cfg.eval.split))
     tasks = tasks[: int(cfg.eval.limit)] if cfg.eval.limit is not None else tasks
-    ctx = Context(cfg, backend, env, tasks, inputs.get("index"))
     rows: list[dict[str, Any]] = []
-    for mode in modes:
-        rows += [{"mode": mode, **ep.record(), "strategy": ep.task.strategy, "question": ep.task.question,
-                  "gold": ep.task.answers} for ep in ctx.evaluate(mode)]
+    for suffix, artifact, run_modes in model_runs(cfg, inputs, modes):
+        label = artifact.ref if artifact else cfg.model.get("name_or_path") or cfg.model.kind
+        with current().step(f"loading {label}"):
+            model, tokenizer = load_model(cfg, artifact)
+        backend = make_backend(model, tokenizer, str(cfg.eval.backend), int(cfg.eval.batch_size))
+        ctx = Context(cfg, backend, env, tasks, inputs.get("index"))
+        for mode in run_modes:
+            rows += [{"mode": mode + suffix, **ep.record(), "strategy": ep.task.strategy,
+                      "question": ep.task.question, "gold": ep.task.answers} for ep in ctx.evaluate(mode)]
     write_jsonl(out_dir / "results.jsonl", rows)
     metrics = eval_report.summarise(rows, ctx.talent_to_strategy, benchmark_name(cfg), int(cfg.eval.n_bootstrap),
                                     int(cfg.seed))
@@ -59,11 +62,20 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     return eval_report.flat_metrics(metrics)
 
 
+def model_runs(cfg: Any, inputs: dict[str, Any], modes: list[str]) -> list[tuple[str, Any, list[str]]]:
+    """(row suffix, model artifact or None, modes) per model to load: `eval.base_modes` first,
+    on the config's `model=` (the base an adapter was trained from), reported as
+    `<mode>@base`, so one table holds the base model's zero-shot and the trained policy."""
+    base = [str(m) for m in cfg.eval.get("base_modes") or []]
+    runs = [("@base", None, base)] if base and inputs.get("model") is not None else []
+    return runs + [("", inputs.get("model"), modes)]
+
+
 def check_modes(cfg: Any, inputs: dict[str, Any]) -> list[str]:
     from talentrl_cli.errors import ConfigError
 
     modes = [str(m) for m in cfg.eval.modes]
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in [*modes, *(cfg.eval.get("base_modes") or [])] if m not in MODES]
     if bad or not modes:
         raise ConfigError(f"eval.modes: unknown mode(s) {', '.join(bad) or '(none given)'}",
                           f"use some of: {', '.join(MODES)}")
