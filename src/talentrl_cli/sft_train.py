@@ -120,12 +120,11 @@ def trainer_class(route_weight: float = 1.0) -> type:
 
 def _first_span_weights(trained: Any, weight: float) -> Any:
     """`weight` on each row's first run of trained positions, 1 elsewhere (same shape)."""
-    import torch
     import torch.nn.functional as F
 
     starts = trained & ~F.pad(trained, (1, 0), value=False)[:, :-1]
     first = trained & (starts.cumsum(dim=1) == 1)
-    return torch.where(first, torch.tensor(weight), torch.tensor(1.0))
+    return 1.0 + (weight - 1.0) * first.float()  # on the mask's device
 
 
 def check_lengths(tokenizer: Any, messages: list[list[dict[str, str]]], max_length: int) -> None:
