@@ -36,14 +36,14 @@ class Keywords:
             self.matrix, self.vocab = None, np.array([])
         self.overall = None if self.matrix is None else np.asarray(self.matrix.mean(axis=0)).ravel()
 
-    def distinctive(self, rows: Sequence[int], top: int = 3, min_share: float = MIN_SHARE) -> list[str]:
+    def distinctive(self, rows: Sequence[int], top: int = 3) -> list[str]:
         """The words whose in-group frequency most exceeds the overall one, among words in at
-        least `min_share` of the group's tasks: wording shared by a kind of task, not one
+        least `MIN_SHARE` of the group's tasks: wording shared by a kind of task, not one
         task's entity (which could be another task's gold answer)."""
         if self.matrix is None or len(rows) == 0:
             return []
         inside = np.asarray(self.matrix[np.asarray(rows)].mean(axis=0)).ravel()
         lift = inside - self.overall
         order = np.lexsort((self.vocab, -lift))  # by lift, then alphabetically
-        kept = [i for i in order if lift[i] > 0 and inside[i] >= min_share]
+        kept = [i for i in order if lift[i] > 0 and inside[i] >= MIN_SHARE]
         return [str(self.vocab[i]) for i in kept[:top]]

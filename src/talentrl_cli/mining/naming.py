@@ -1,7 +1,8 @@
 """Talent names and one-line descriptions (`mine.namer=template|llm`), and the LLM extractor.
 
 The `template` namer is offline and deterministic: the name is the talent's top procedure in
-slot words (a reader tells strategies apart by it), the description the words its tasks share. The `llm` namer asks an LLM for the same two fields as
+slot words (a reader tells strategies apart by it), the description the words its tasks
+share. The `llm` namer asks an LLM for the same two fields as
 JSON and falls back to the template result when the reply does not validate.
 """
 
@@ -59,9 +60,8 @@ def _template_name(context: TalentContext) -> NamedTalent:
     `search-task-each-finish-number`), the description which tasks it is for (their shared
     words); neither quotes an exemplar task, which could be a prompt's own task."""
     top = context.top_skills[0] if context.top_skills else None
-    pattern = top.meta.get("pattern") if top else None
-    name = slug(pattern_name(pattern), words=8) if pattern else slug(top.name, words=8) if top else ""
-    name = name or f"talent-{context.index + 1}"
+    procedure = (pattern_name(top.meta["pattern"]) if "pattern" in top.meta else top.name) if top else ""
+    name = slug(procedure, words=8) or f"talent-{context.index + 1}"
     words = ", ".join(context.keywords)
     return NamedTalent(name=name if name[0].isalpha() else f"t-{name}",
                        description=words or "no shared task words")

@@ -3,7 +3,8 @@
 An extractor turns successful trajectories into skills and a trajectory x skill usage
 matrix. The default `template` extractor is offline and deterministic: frequent closed
 procedures over action templates, each described in slot words (name, steps) and by the
-task words its trajectories share (when to use), never by one trajectory's values. Near-duplicate skills are merged by embedding cosine.
+task words its trajectories share (when to use), never by one trajectory's values.
+Near-duplicate skills are merged by embedding cosine.
 """
 
 from __future__ import annotations
