@@ -88,9 +88,21 @@ def track(tracking_cfg: Any, *, stage: str, config: dict[str, Any], root: Path) 
     try:
         yield WandbTracker(run, offline=mode == "offline")
     except BaseException:
-        run.finish(exit_code=1)
+        _finish(run, exit_code=1)
         raise
-    run.finish()
+    _finish(run, exit_code=0)
+
+
+def _finish(run: Any, *, exit_code: int) -> None:
+    """Finish the run and stop W&B's service process.
+
+    `run.finish()` returns before the service has flushed the run file to disk (a reader
+    right after it found only the file header, 1 time in 5); `wandb.teardown()` waits for
+    the service to exit, so the offline run folder is complete when the stage returns."""
+    import wandb
+
+    run.finish(exit_code=exit_code)
+    wandb.teardown()
 
 
 def _init_run(tracking_cfg: Any, *, mode: str, stage: str, config: dict[str, Any], root: Path) -> Any:
