@@ -10,21 +10,63 @@ from __future__ import annotations
 import shlex
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 SCORES = ("em", "f1", "success")
 
 
+# (a, b): how much the talent choice matters (oracle vs random) and what routing gains over chance
+PAIRS = (("oracle_talent", "random_talent"), ("talent", "random_talent"), ("oracle_talent", "talent"))
+
+
 def summarise(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str], benchmark: str,
-              n_bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+              n_bootstrap: int = 1000, seed: int = 0, unseen: Sequence[str] = ()) -> dict[str, Any]:
     """Per-mode metrics: each score as [mean, low, high] (bootstrap 95% CI), routing
-    accuracy against gold where gold exists, talent usage, turns, tokens, per-strategy."""
+    accuracy against gold where gold exists, talent usage, turns, tokens, per-strategy;
+    with `unseen` (the strategies the policy was not trained on), EM on seen and unseen
+    tasks apart; and the paired EM differences of `PAIRS` on the same tasks."""
     by_mode: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_mode[row["mode"]].append(row)
+    modes = {m: _mode_metrics(r, talent_to_strategy, n_bootstrap, seed) for m, r in by_mode.items()}
+    groups = _transfer_groups(unseen)
+    if unseen:
+        for mode, mode_rows in by_mode.items():
+            modes[mode]["transfer"] = {g: _em(mode_rows, keep, n_bootstrap, seed) for g, keep in groups.items()}
+    paired = {f"{a} - {b}": {g: paired_difference(by_mode[a], by_mode[b], keep, n_bootstrap, seed)
+                             for g, keep in {"all": None, **groups}.items()}
+              for a, b in PAIRS if a in by_mode and b in by_mode}
     return {"benchmark": benchmark, "command": command_line(), "n_tasks": max(map(len, by_mode.values()), default=0),
-            "modes": {m: _mode_metrics(r, talent_to_strategy, n_bootstrap, seed) for m, r in by_mode.items()}}
+            "unseen_strategies": sorted(unseen), "modes": modes, "paired": paired}
+
+
+def _transfer_groups(unseen: Sequence[str]) -> dict[str, Any]:
+    if not unseen:
+        return {}
+    names = set(unseen)
+    return {"seen": lambda r: r.get("strategy") not in names, "unseen": lambda r: r.get("strategy") in names}
+
+
+def _em(rows: list[dict[str, Any]], keep: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    from talentrl_cli.metrics import bootstrap_ci
+
+    ems = [_scores(r)["em"] for r in rows if keep(r)]
+    return {"n": len(ems), "em": [round(v, 4) for v in bootstrap_ci(ems, n_resamples=n_bootstrap, seed=seed)]}
+
+
+def paired_difference(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], keep: Any = None,
+                      n_bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Mean EM(a) - EM(b) over the tasks both modes ran (restricted by `keep`), with a
+    paired bootstrap 95% CI: each task's difference is resampled as one unit, so the
+    interval is far tighter than two independent CIs when most tasks agree."""
+    from talentrl_cli.metrics import bootstrap_ci
+
+    em_b = {r["task_id"]: _scores(r)["em"] for r in rows_b}
+    diffs = [_scores(r)["em"] - em_b[r["task_id"]] for r in rows_a
+             if r["task_id"] in em_b and (keep is None or keep(r))]
+    return {"n": len(diffs), "em": [round(v, 4) for v in bootstrap_ci(diffs, n_resamples=n_bootstrap, seed=seed)]}
 
 
 def _scores(row: dict[str, Any]) -> dict[str, float]:
@@ -113,6 +155,7 @@ def markdown(metrics: dict[str, Any]) -> str:
     for mode, m in metrics["modes"].items():
         cells = [f"{100 * m['by_strategy'][s]['em']:.1f}" if s in m["by_strategy"] else "-" for s in strategies]
         lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    lines += _transfer_lines(metrics) + _paired_lines(metrics)
     lines += ["", "## Talent usage", ""]
     for mode, m in metrics["modes"].items():
         if m["talent_usage"]:
@@ -120,6 +163,35 @@ def markdown(metrics: dict[str, Any]) -> str:
     lines += ["", "Plots: `scores.png` (EM/F1 with 95% CIs)" +
               (", `routing_confusion.png` (gold strategy x chosen talent)" if _confusion_mode(metrics) else ""), ""]
     return "\n".join(lines)
+
+
+def _transfer_lines(metrics: dict[str, Any]) -> list[str]:
+    if not metrics.get("unseen_strategies"):
+        return []
+    lines = ["", f"## Seen and unseen strategies (EM %; unseen in SFT: {', '.join(metrics['unseen_strategies'])})", "",
+             "| mode | seen | unseen |", "|---|---|---|"]
+    for mode, m in metrics["modes"].items():
+        t = m.get("transfer", {})
+        lines.append(f"| {mode} | " + " | ".join(f"{_cell(t[g]['em'])} (n={t[g]['n']})" if g in t else "-"
+                                               for g in ("seen", "unseen")) + " |")
+    return lines
+
+
+def _paired_lines(metrics: dict[str, Any]) -> list[str]:
+    if not metrics.get("paired"):
+        return []
+    groups = sorted({g for by_group in metrics["paired"].values() for g in by_group}, key=("all", "seen", "unseen").index)
+    lines = ["", "## Does the talent matter? Paired EM differences (points, paired bootstrap 95% CI)", "",
+             "| a - b | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
+    for pair, by_group in metrics["paired"].items():
+        cells = [_signed(by_group[g]) if g in by_group else "-" for g in groups]
+        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _signed(diff: dict[str, Any]) -> str:
+    mean, low, high = (100 * v for v in diff["em"])
+    return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}] (n={diff['n']})"
 
 
 def _confusion_mode(metrics: dict[str, Any]) -> str | None:

@@ -42,6 +42,16 @@ def load_labelled(mine: Any) -> list[tuple[Any, str]]:
     return sorted(out, key=lambda pair: pair[0].id)
 
 
+def without_strategies(labelled: Sequence[tuple[Any, str]], unseen: Sequence[str]) -> list[tuple[Any, str]]:
+    """`labelled` less the trajectories whose task's gold strategy is in `unseen`.
+
+    The transfer setting skill libraries exist for (`sft.unseen_strategies`): those task
+    families stay in the mine and the index, so only their retrieved skills show the policy
+    their procedure."""
+    unseen_set = set(unseen)
+    return [(t, label) for t, label in labelled if t.task.strategy not in unseen_set]
+
+
 def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors: Any, mode: str,
                    k: int, lam: float, tools: str = "") -> list[dict[str, Any]]:
     """The conversational examples for `mode`; `query_vectors[i]` embeds labelled[i]'s task;

@@ -54,7 +54,7 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
                       "question": ep.task.question, "gold": ep.task.answers} for ep in ctx.evaluate(mode)]
     write_jsonl(out_dir / "results.jsonl", rows)
     metrics = eval_report.summarise(rows, ctx.talent_to_strategy, benchmark_name(cfg), int(cfg.eval.n_bootstrap),
-                                    int(cfg.seed))
+                                    int(cfg.seed), unseen=unseen_strategies(inputs.get("model")))
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     eval_report.write_report(out_dir, metrics, rows, ctx.talent_to_strategy)
     eval_report.print_table(metrics, current().console)
@@ -69,6 +69,14 @@ def model_runs(cfg: Any, inputs: dict[str, Any], modes: list[str]) -> list[tuple
     base = [str(m) for m in cfg.eval.get("base_modes") or []]
     runs = [("@base", None, base)] if base and inputs.get("model") is not None else []
     return runs + [("", inputs.get("model"), modes)]
+
+
+def unseen_strategies(artifact: Any | None) -> list[str]:
+    """The strategies the model's SFT left out (`sft.unseen_strategies`), read from its
+    manifest."""
+    if artifact is None:
+        return []
+    return list(artifact.manifest.get("config", {}).get("sft", {}).get("unseen_strategies") or [])
 
 
 def check_modes(cfg: Any, inputs: dict[str, Any]) -> list[str]:

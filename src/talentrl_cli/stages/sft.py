@@ -78,6 +78,7 @@ def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
 
     sft_data.check_same_mine(mine, index)
     labelled = sft_data.load_labelled(mine)
+    labelled = sft_data.without_strategies(labelled, list(cfg.sft.get("unseen_strategies") or []))
     if int(cfg.sft.max_examples) > 0:
         labelled = labelled[: int(cfg.sft.max_examples)]
     if not labelled:
