@@ -48,3 +48,12 @@ def test_summarise_without_unseen_strategies_has_no_transfer_split():
     metrics = eval_report.summarise(rows, {}, "b")
     assert "transfer" not in metrics["modes"]["zero_shot"] and metrics["paired"] == {}
     assert "Seen and unseen" not in eval_report.markdown(metrics)
+
+
+def test_the_gold_mapped_group_leaves_out_tasks_no_talent_maps_to():
+    rows = [_row("oracle_talent", "t1", 1, "hop"), _row("random_talent", "t1", 0, "hop"),
+            _row("oracle_talent", "t2", 1, "count"), _row("random_talent", "t2", 1, "count")]
+    gap = eval_report.summarise(rows, {"tal-a": "hop"}, "b", n_bootstrap=200)["paired"]["oracle_talent - random_talent"]
+    assert gap["gold-mapped"] == {"n": 1, "em": [1.0, 1.0, 1.0]} and gap["all"]["em"][0] == 0.5
+    every = eval_report.summarise(rows, {"tal-a": "hop", "tal-b": "count"}, "b", n_bootstrap=200)
+    assert "gold-mapped" not in every["paired"]["oracle_talent - random_talent"]

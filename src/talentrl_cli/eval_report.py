@@ -35,11 +35,22 @@ def summarise(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str], be
     if unseen:
         for mode, mode_rows in by_mode.items():
             modes[mode]["transfer"] = {g: _em(mode_rows, keep, n_bootstrap, seed) for g, keep in groups.items()}
+    groups = {"all": None, **_mapped_group(rows, talent_to_strategy), **groups}
     paired = {f"{a} - {b}": {g: paired_difference(by_mode[a], by_mode[b], keep, n_bootstrap, seed)
-                             for g, keep in {"all": None, **groups}.items()}
+                             for g, keep in groups.items()}
               for a, b in PAIRS if a in by_mode and b in by_mode}
     return {"benchmark": benchmark, "command": command_line(), "n_tasks": max(map(len, by_mode.values()), default=0),
             "unseen_strategies": sorted(unseen), "modes": modes, "paired": paired}
+
+
+def _mapped_group(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str]) -> dict[str, Any]:
+    """`gold-mapped`: the tasks whose gold strategy some talent maps to, when others exist.
+    On the others `oracle_talent` is the best of every talent's rollout, which also selects
+    rollout luck, so only this group measures the routing choice alone."""
+    mapped = set(talent_to_strategy.values())
+    if not mapped or all(r.get("strategy") in mapped for r in rows if r.get("strategy")):
+        return {}
+    return {"gold-mapped": lambda r: r.get("strategy") in mapped}
 
 
 def _transfer_groups(unseen: Sequence[str]) -> dict[str, Any]:
@@ -180,7 +191,8 @@ def _transfer_lines(metrics: dict[str, Any]) -> list[str]:
 def _paired_lines(metrics: dict[str, Any]) -> list[str]:
     if not metrics.get("paired"):
         return []
-    groups = sorted({g for by_group in metrics["paired"].values() for g in by_group}, key=("all", "seen", "unseen").index)
+    groups = sorted({g for by_group in metrics["paired"].values() for g in by_group},
+                    key=("all", "gold-mapped", "seen", "unseen").index)
     lines = ["", "## Does the talent matter? Paired EM differences (points, paired bootstrap 95% CI)", "",
              "| a - b | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
     for pair, by_group in metrics["paired"].items():

@@ -12,6 +12,10 @@ to the task's gold strategy; without gold, the best of every talent) and `random
 `eval.base_modes=[zero_shot]` also runs those modes on the base model (`model=`), reported as
 `zero_shot@base`: the trained policy and the untrained baseline in one table.
 
+Whether the talent matters: `report.md` gives paired bootstrap EM differences on the same
+tasks (`oracle_talent - random_talent`, `talent - random_talent`, `oracle_talent - talent`),
+and, for a policy trained with `sft.unseen_strategies`, EM on seen and unseen strategies.
+
 The artifact: `results.jsonl` (one line per task and mode, with its transcript and token
 masks), `metrics.json`, `report.md` (mode x benchmark table with bootstrap 95% CIs and the
 command that produced it) and PNG plots (`eval_report`). The model is the `inputs.model`
