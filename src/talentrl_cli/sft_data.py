@@ -72,7 +72,8 @@ def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors
         skills = [bank.skill_by_id[h.skill_id] for h in row]
         messages = prompts.execution_messages(
             trajectory.task.question, talent, skills, trajectory.steps,
-            talents=bank.talents if mode == "talent" else None, observe_last=False, tools=tools)
+            talents=bank.talents if mode == "talent" else None, observe_last=False, tools=tools,
+            hide=trajectory.task.answers)
         examples.append({"id": trajectory.id, "talent": talent.name if talent else None,
                          "skills": [s.id for s in skills], "messages": messages})
     return examples

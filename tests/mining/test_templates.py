@@ -38,3 +38,18 @@ def test_runs_collapse_and_describe():
     assert collapse_runs(["a", "a", "a", "b", "a"]) == ["a+", "b", "a"]
     assert describe_template("go to <OBS> <NUM>+") == "go to <found entity> <number> (repeat)"
     assert short_template("search[<Q>]+") == "search-task-each" and short_template("finish[<YESNO>]") == "finish-boolean"
+
+
+def test_a_demonstration_keeps_the_actions_and_slots_the_answer():
+    from talentrl_cli.mining.pipeline import demonstration
+    from talentrl_cli.schema import Step, Task, Trajectory
+
+    task = Task(id="t", question="How old was the founder of Vothas Pharma?", answers=["44"])
+    steps = [Step(action="search[Vothas Pharma]", observation="Founded by Riatos Tynym in 1950."),
+             Step(action="search[Riatos Tynym]", observation="Riatos Tynym (born 1906)."),
+             Step(action="finish[44]", observation="")]
+    demo = demonstration(Trajectory(id="x", task=task, steps=steps, success=True))
+    assert demo == {"task_id": "t", "question": task.question,
+                    "actions": ["search[Vothas Pharma]", "search[Riatos Tynym]", "finish[<number>]"]}
+    yes = Trajectory(id="y", task=task, steps=[Step(action="finish[yes]", observation="")], success=True)
+    assert demonstration(yes)["actions"] == ["finish[<boolean>]"]

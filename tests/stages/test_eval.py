@@ -111,3 +111,21 @@ def test_base_modes_put_the_base_model_beside_the_trained_policy(run_cli, indexe
     assert "| zero_shot@base |" in (artifact.path / "report.md").read_text()
     code, _, err = run_cli("eval", "inputs.model=none", *FAST, "eval.base_modes=[bogus]")
     assert code == 1 and "bogus" in err
+
+
+def test_the_oracle_maps_every_mined_strategy_to_its_most_frequent_talent(indexed_root):
+    from collections import Counter
+
+    from talentrl_cli.jsonl import iter_jsonl
+    from talentrl_cli.stages.eval import oracle_talents
+
+    store = ArtifactStore(indexed_root)
+    index, mine = store.resolve("index:latest"), store.resolve("mine:latest")
+    names = {t["name"] for t in iter_jsonl(index.file("talents.jsonl"))}
+    oracle = oracle_talents(index, names)
+    strategy = {t["id"]: t["task"]["strategy"] for t in iter_jsonl(mine.file("trajectories.jsonl"))}
+    votes = Counter((strategy[lab["trajectory_id"]], lab["talent"]) for lab in iter_jsonl(mine.file("labels.jsonl")))
+    assert set(oracle) == set(strategy.values())
+    for gold, talent in oracle.items():
+        assert votes[(gold, talent)] == max(n for (s, _), n in votes.items() if s == gold)
+    assert oracle_talents(index, set()) == {}  # no talent of the bank: nothing to route to

@@ -20,6 +20,7 @@ from talentrl_cli.mining.keywords import Keywords
 from talentrl_cli.mining.naming import NAMERS, TalentContext, top_skill_indices
 from talentrl_cli.mining.skills import EXTRACTORS, MAX_LISTED_SOURCES, merge_near_duplicates
 from talentrl_cli.mining.talents import TalentFit, discover_talents
+from talentrl_cli.mining.templates import abstract_action, describe_template, vocabulary
 from talentrl_cli.schema import Skill, Talent, Trajectory
 
 DIGITS = 4  # rounding of weights written to disk, so files are byte-stable
@@ -93,9 +94,21 @@ def _talents(fit: TalentFit, skills: list[Skill], trajectories: list[Trajectory]
                        for i in np.flatnonzero(fit.weights[c] >= 10 ** -DIGITS)},
                exemplars=contexts[c].exemplars, support=int(np.sum(fit.labels == c)),
                meta={"exemplar_ids": [trajectories[r].task.id for r in exemplar_rows[c]],
-                     "keywords": contexts[c].keywords})
+                     "keywords": contexts[c].keywords,
+                     "demonstrations": [demonstration(trajectories[r]) for r in exemplar_rows[c]]})
         for c, named in enumerate(names)
     ]
+
+
+def demonstration(trajectory: Trajectory) -> dict[str, Any]:
+    """An exemplar's question and actions, its final answer as a typed slot
+    (`finish[<number>]`): the prompt shows it with other tasks only (`prompts`), and the slot
+    keeps a coincidentally equal answer (yes, a year) out of every other task's context."""
+    actions = [s.action.strip() for s in trajectory.steps]
+    if actions:
+        seen = set().union(*(vocabulary(s.observation) for s in trajectory.steps[:-1]))
+        actions[-1] = describe_template(abstract_action(actions[-1], vocabulary(trajectory.task.question), seen))
+    return {"task_id": trajectory.task.id, "question": trajectory.task.question, "actions": actions}
 
 
 def _exemplars(rows: np.ndarray, vectors: np.ndarray, count: int) -> list[int]:

@@ -9,11 +9,12 @@ from talentrl_cli.jsonl import ReadStats
 EXEMPLARS = [
     "How skills and talents are described: names and steps in slot words (`<task entity>`, "
     "`<found entity>`, `<number>`, ...), when-to-use and descriptions by the task words a group "
-    "shares (in >= 10 % of its tasks, never a word some task capitalises past its start). No "
-    "prompt quotes a trajectory's question, argument or answer, so an SFT example cannot copy "
-    "its own answer from its skills. Exemplars (`talents.jsonl`) are each talent's members "
-    "nearest its embedding centroid; they are for people reading this report and are never "
-    "rendered into a prompt.",
+    "shares (in >= 10 % of its tasks, never a word some task capitalises past its start). "
+    "Exemplars (`talents.jsonl`) are each talent's members nearest its embedding centroid. "
+    "After routing, the prompt shows one as a demonstration (`meta.demonstrations`: its "
+    "question and actions, its final answer as a slot such as `finish[<number>]`): the first "
+    "exemplar that is not the task at hand and quotes none of its gold answers. So no prompt "
+    "holds a value of its own task's trajectory, and an SFT example cannot copy its answer.",
 ]
 
 

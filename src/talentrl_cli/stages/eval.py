@@ -6,8 +6,9 @@
         env.corpus=.../hotpotqa_distractor_100_corpus.jsonl eval.modes=[zero_shot,flat]
 
 Modes: `zero_shot` (no skills, no talent), `flat` (R(x) with lam = 0), `talent` (the policy
-routes: exact pi_route argmax, or `eval.routing=generate`), `oracle_talent` (the talent mapped
-to the task's gold strategy; without gold, the best of every talent) and `random_talent`.
+routes: exact pi_route argmax, or `eval.routing=generate`), `oracle_talent` (the talent most of
+the task's gold strategy's mined trajectories carry; without gold, the best of every talent)
+and `random_talent`.
 
 `eval.base_modes=[zero_shot]` also runs those modes on the base model (`model=`), reported as
 `zero_shot@base`: the trained policy and the untrained baseline in one table.
@@ -58,7 +59,8 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
                       "question": ep.task.question, "gold": ep.task.answers} for ep in ctx.evaluate(mode)]
     write_jsonl(out_dir / "results.jsonl", rows)
     metrics = eval_report.summarise(rows, ctx.talent_to_strategy, benchmark_name(cfg), int(cfg.eval.n_bootstrap),
-                                    int(cfg.seed), unseen=unseen_strategies(inputs.get("model")))
+                                    int(cfg.seed), unseen=unseen_strategies(inputs.get("model")),
+                                    oracle=ctx.strategy_to_talent)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     eval_report.write_report(out_dir, metrics, rows, ctx.talent_to_strategy)
     eval_report.print_table(metrics, current().console)
@@ -184,6 +186,7 @@ class Context:
         self.bank = self._bank(index)
         self.talents = {t.name: t for t in self.bank.talents} if self.bank else {}
         self.talent_to_strategy = talent_strategies(self.bank, env) if self.bank else {}
+        self.strategy_to_talent = oracle_talents(index, set(self.talents)) if self.bank else {}
         self._vectors = None
 
     def _bank(self, index: Any | None) -> Any:
@@ -271,6 +274,7 @@ class Context:
 
     def _oracle_names(self) -> list[str | None]:
         by_strategy = {s: n for n, s in sorted(self.talent_to_strategy.items(), reverse=True)}
+        by_strategy.update(self.strategy_to_talent)
         return [by_strategy.get(t.strategy) if t.strategy else None for t in self.tasks]
 
     def _fill(self, best: list[Any], rows: list[int], names: list[str]) -> None:
@@ -305,6 +309,33 @@ def talent_strategies(bank: Any, env: Any) -> dict[str, str]:
         if votes:
             out[talent.name] = votes.most_common(1)[0][0]
     return out
+
+
+def oracle_talents(index: Any, names: set[str]) -> dict[str, str]:
+    """gold strategy -> the talent most of its mined trajectories are labelled with, from the
+    mine artifact the index was built from; empty when that artifact is gone or has no gold.
+
+    The oracle needs a talent for every strategy; `talent_strategies` maps the other way (a
+    talent to its exemplars' majority strategy) and leaves a strategy that is no talent's
+    majority (WorldQA's single-hop questions, split over two talents) without one."""
+    from collections import Counter, defaultdict
+
+    from talentrl_cli.artifacts import ArtifactStore
+    from talentrl_cli.jsonl import iter_jsonl
+
+    ref = index.manifest.get("inputs", {}).get("mine", {}).get("ref")
+    try:
+        mine = ArtifactStore(index.path.parent.parent).resolve(ref)
+        strategy = {t["id"]: t["task"].get("strategy") for t in iter_jsonl(mine.file("trajectories.jsonl"))}
+        labels = list(iter_jsonl(mine.file("labels.jsonl")))
+    except Exception:  # noqa: BLE001 - no mine to read: the oracle falls back to talent_strategies
+        return {}
+    votes: dict[str, Counter] = defaultdict(Counter)
+    for label in labels:
+        gold = strategy.get(label["trajectory_id"])
+        if gold and label["talent"] in names:
+            votes[gold][label["talent"]] += 1
+    return {s: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for s, c in sorted(votes.items())}
 
 
 STAGE = register_stage(Stage(
