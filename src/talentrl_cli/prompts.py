@@ -5,8 +5,9 @@ A talent-aware episode is one conversation (DESIGN §2):
     system     the agent's instructions
     user       routing turn: the task and the talent menu (name: one-line description)
     assistant  <talent>NAME</talent>
-    user       execution context: the tools and the retrieved skills R(x, t) (the task and
-               the talent's description are already in the routing turn)
+    user       execution context: the tools, the talent's demonstration (another task's
+               worked actions) and the retrieved skills R(x, t) (the task and the talent's
+               description are already in the routing turn)
     assistant  Thought: ... / Action: tool[arg]
     user       Observation: ...
     assistant  ...                                   (until the final action)
