@@ -323,9 +323,11 @@ def oracle_talents(index: Any, names: set[str]) -> dict[str, str]:
     from talentrl_cli.artifacts import ArtifactStore
     from talentrl_cli.jsonl import iter_jsonl
 
-    ref = index.manifest.get("inputs", {}).get("mine", {}).get("ref")
-    try:
-        mine = ArtifactStore(index.path.parent.parent).resolve(ref)
+    record = index.manifest.get("inputs", {}).get("mine", {})
+    try:  # the store holding the index holds its mine (resolved as `artifacts.lineage` does)
+        mine = ArtifactStore(index.path.parent.parent).resolve(record["ref"])
+        if mine.digest != record["digest"]:
+            return {}
         strategy = {t["id"]: t["task"].get("strategy") for t in iter_jsonl(mine.file("trajectories.jsonl"))}
         labels = list(iter_jsonl(mine.file("labels.jsonl")))
     except Exception:  # noqa: BLE001 - no mine to read: the oracle falls back to talent_strategies
