@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -36,13 +35,13 @@ def train(cfg: Any, messages: list[list[dict[str, str]]], out_dir: Path, checkpo
     from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig
 
-    from talentrl_cli import models, progress, prompts
+    from talentrl_cli import models, policy, progress, prompts
 
     sft, model_cfg = cfg.sft, cfg.model
     path = models.model_path(model_cfg)
     tokenizer = models.load_tokenizer(model_cfg)
     tokenizer.chat_template = prompts.training_chat_template(tokenizer)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=_load_dtype(model_cfg),
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=policy.load_dtype(model_cfg),
                                                  trust_remote_code=bool(model_cfg.get("trust_remote_code")))
     check_lengths(tokenizer, messages, int(sft.max_length))
     resume_from = last_checkpoint(checkpoints) if resume else None
@@ -163,17 +162,6 @@ def training_args(cfg: Any, checkpoints: Path) -> dict[str, Any]:
     )
 
 
-def _load_dtype(model_cfg: Any) -> Any:
-    import torch
-
-    from talentrl_cli.models import torch_dtype
-
-    dtype = torch_dtype(model_cfg)
-    if dtype in (torch.bfloat16, torch.float16) and not torch.cuda.is_available():
-        return torch.float32  # half precision training on a CPU is slow or unsupported
-    return dtype
-
-
 def _peft_config(cfg: Any) -> Any:
     if bool(cfg.sft.full_finetune):
         return None
@@ -204,16 +192,13 @@ def _metrics(trainer: Any, result: Any, history: list[dict[str, Any]], seconds: 
 
 
 def save_artifact(trainer: Any, tokenizer: Any, cfg: Any, base_path: str, out_dir: Path) -> None:
-    """A standard PEFT adapter (or full model) + tokenizer at the artifact's root,
-    `base_model.json`, `train_log.jsonl`, and `merged/` when `sft.merge` is on."""
+    """The policy (`policy.save_policy`: adapter or full model, tokenizer, `base_model.json`),
+    `train_log.jsonl`, and `merged/` when `sft.merge` is on."""
     from talentrl_cli.jsonl import write_jsonl
+    from talentrl_cli.policy import save_policy
 
     model = trainer.model
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    base = {"kind": str(cfg.model.kind), "name_or_path": cfg.model.get("name_or_path"), "path": base_path,
-            "adapter": not bool(cfg.sft.full_finetune), "dtype": str(cfg.model.get("dtype"))}
-    (out_dir / "base_model.json").write_text(json.dumps(base, indent=2, sort_keys=True) + "\n")
+    save_policy(model, tokenizer, out_dir, cfg.model, base_path)
     write_jsonl(out_dir / "train_log.jsonl", trainer.state.log_history)
     if bool(cfg.sft.merge):
         merged = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model

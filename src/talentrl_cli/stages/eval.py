@@ -105,27 +105,14 @@ def benchmark_name(cfg: Any) -> str:
 
 
 def load_model(cfg: Any, artifact: Any | None) -> tuple[Any, Any]:
-    """(model, tokenizer): the config's base model, or an sft/rl artifact (PEFT adapter
-    merged into its base for fast generation, or a full model)."""
+    """(model, tokenizer) for generation (`policy.load_for_generation`): the config's base
+    model, or an sft/rl artifact."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from talentrl_cli.models import load_policy
+    from talentrl_cli.policy import load_for_generation
 
     torch.manual_seed(int(cfg.seed))
-    if artifact is None:
-        return load_policy(cfg.model)
-    base = json.loads(artifact.file("base_model.json").read_text())
-    tokenizer = AutoTokenizer.from_pretrained(artifact.path)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    if not base.get("adapter", True):
-        return AutoModelForCausalLM.from_pretrained(artifact.path).eval(), tokenizer
-    from peft import PeftModel
-
-    model = AutoModelForCausalLM.from_pretrained(base["path"])
-    model = PeftModel.from_pretrained(model, artifact.path).merge_and_unload()
-    return model.eval(), tokenizer
+    return load_for_generation(cfg.model, artifact)
 
 
 class Metered:

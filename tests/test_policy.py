@@ -1,0 +1,77 @@
+"""The one policy layer: what sft/rl save, eval and rl load, and the reference policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from talentrl_cli import models, policy
+from talentrl_cli.config import compose
+from talentrl_cli.errors import TalentRLError
+
+
+@pytest.fixture(scope="module")
+def model_cfg():
+    return compose(["model=tiny"]).model
+
+
+@pytest.fixture(scope="module")
+def saved(model_cfg, tmp_path_factory):
+    """A tiny policy with a LoRA adapter whose B matrices are non-zero (so it changes the output)."""
+    model, tokenizer = policy.load_for_training(model_cfg)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    folder = tmp_path_factory.mktemp("policy")
+    policy.save_policy(model, tokenizer, folder, model_cfg, models.model_path(model_cfg))
+    return model, folder
+
+
+def _logits(model, ids=(5, 6, 7, 8)):
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([list(ids)])).logits
+
+
+def test_a_fresh_policy_trains_only_its_lora_adapter(model_cfg):
+    model, _ = policy.load_for_training(model_cfg)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    full, _ = policy.load_for_training(model_cfg, full_finetune=True)
+    assert all(p.requires_grad for p in full.parameters())
+
+
+def test_the_saved_adapter_loads_merged_for_generation_and_trainable_for_training(saved, model_cfg):
+    trained, folder = saved
+    info = json.loads((folder / policy.BASE_FILE).read_text())
+    assert info["adapter"] is True and info["kind"] == "tiny"
+    merged, tokenizer = policy.load_for_generation(model_cfg, folder)
+    assert not hasattr(merged, "peft_config") and not merged.training and tokenizer.pad_token
+    torch.testing.assert_close(_logits(merged), _logits(trained.eval()), atol=1e-4, rtol=1e-4)
+    again, _ = policy.load_for_training(model_cfg, folder)
+    assert any(p.requires_grad for n, p in again.named_parameters() if "lora_" in n)
+    torch.testing.assert_close(_logits(again.eval()), _logits(merged), atol=1e-4, rtol=1e-4)
+
+
+def test_the_reference_is_the_base_model_with_no_second_copy(saved, model_cfg):
+    trained, _ = saved
+    base, _ = models.load_policy(model_cfg)
+    with policy.reference(trained):
+        torch.testing.assert_close(_logits(trained.eval()), _logits(base))
+    assert not torch.allclose(_logits(trained), _logits(base))
+
+
+def test_a_full_model_round_trips(model_cfg, tmp_path):
+    full, tokenizer = policy.load_for_training(model_cfg, full_finetune=True)
+    policy.save_policy(full, tokenizer, tmp_path, model_cfg, models.model_path(model_cfg))
+    assert json.loads((tmp_path / policy.BASE_FILE).read_text())["adapter"] is False
+    loaded, _ = policy.load_for_generation(model_cfg, tmp_path)
+    torch.testing.assert_close(_logits(loaded), _logits(full.eval()))
+
+
+def test_a_folder_that_is_not_a_policy_says_so(model_cfg, tmp_path):
+    with pytest.raises(TalentRLError, match="base_model.json: not a policy artifact"):
+        policy.load_for_generation(model_cfg, tmp_path)
