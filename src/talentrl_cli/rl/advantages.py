@@ -1,0 +1,115 @@
+"""Advantage estimators: pure functions of rewards, group ids and masks (DESIGN §2).
+
+Two small registries keyed by config strings, in the manner of verl's `register_adv_est`:
+
+    EXECUTION["grpo"](credit)      -> A_exec, one value per trained rollout
+    ROUTING[rl.routing_credit](credit, a_exec) -> A_route, one value per trained rollout
+
+`Credit` holds, per trained rollout i of a step (N of them): its reward `r_i`, its task's
+group id, the rewards of its M matched interventions `r'_{i,m}` (with a mask, so a rollout may
+have fewer), and pi_route(t_i | x) (exhaustive routing only). Nothing here sees a model, so
+every estimator is unit-tested on hand-computed groups and by exact enumeration
+(`tests/rl/test_advantages.py`).
+
+One reward scale: the env's reward in [0, 1] (WorldQA: exact match), never reshaped. A_exec
+is a z-score within the task's group; A_route is the raw contrast divided by the standard
+deviation of the step's contrasts, so both are in units of the step's own spread and a
+routing step is about as large as an execution step.
+
+- `grpo`: `A_exec_i = (r_i - mean_g r) / (std_g r + eps)`, the sample standard deviation
+  (n - 1), as TRL's GRPOTrainer computes it. A group of equal rewards gives 0.
+- `matched`: `A_route_i = r_i - mean_m r'_{i,m}` (the matched-intervention contrast), over
+  the batch std + eps. Unbiased when the intervention talent is drawn independently of t_i
+  (`swap`) or is the flat context (`ablate`); `swap_other` is biased (see `rl.group`).
+- `exhaustive`: every talent ran once on the task, so the routing loss is the exact expected
+  gradient `-sum_t pi(t|x) * stopgrad(r(t) - b)`, `b = sum_t pi(t|x) r(t)`. Its gradient is
+  `sum_t pi(t|x) (r(t) - b) grad log pi(t|x)`, so the rollout of talent t carries the weight
+  `A_route = pi(t|x) (r(t) - b)` on its label tokens (not scaled: the weight already is the
+  exact gradient's coefficient).
+- `terminal`: the talent tokens get A_exec (plain GRPO credit), the baseline the paper argues
+  cannot isolate the routing decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from talentrl_cli.registry import Registry
+
+EPS = 1e-6
+
+
+@dataclass
+class Credit:
+    rewards: np.ndarray                                 # (N,) r_i of the trained rollouts
+    group: np.ndarray                                   # (N,) task id (any hashable ints)
+    baseline: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))       # (N, M) r'_{i,m}
+    baseline_mask: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, M) 1 where r'_{i,m} exists
+    probs: np.ndarray = field(default_factory=lambda: np.zeros(0))              # (N,) pi_route(t_i | x)
+
+    def __post_init__(self) -> None:
+        self.rewards = np.asarray(self.rewards, dtype=np.float64)
+        self.group = np.asarray(self.group)
+        self.baseline = np.asarray(self.baseline, dtype=np.float64)
+        self.baseline_mask = (np.asarray(self.baseline_mask, dtype=np.float64) if np.size(self.baseline_mask)
+                              else np.ones_like(self.baseline))
+        self.probs = np.asarray(self.probs, dtype=np.float64)
+
+
+EXECUTION: Registry[Callable[[Credit], np.ndarray]] = Registry("execution advantage estimator (rl.exec_estimator)")
+ROUTING: Registry[Callable[[Credit, np.ndarray], np.ndarray]] = Registry("routing credit (rl.routing_credit)")
+
+
+@EXECUTION.register("grpo")
+def grpo(credit: Credit, eps: float = EPS) -> np.ndarray:
+    out = np.zeros_like(credit.rewards)
+    for g in np.unique(credit.group):
+        rows = credit.group == g
+        r = credit.rewards[rows]
+        std = r.std(ddof=1) if len(r) > 1 else 0.0
+        out[rows] = (r - r.mean()) / (std + eps) if std > 0 else 0.0
+    return out
+
+
+@ROUTING.register("matched")
+def matched(credit: Credit, a_exec: np.ndarray | None = None, scale: bool = True, eps: float = EPS) -> np.ndarray:
+    contrast = matched_contrast(credit)
+    return contrast / (contrast.std() + eps) if scale and len(contrast) > 1 else contrast
+
+
+def matched_contrast(credit: Credit) -> np.ndarray:
+    """`r_i - mean_m r'_{i,m}`; 0 for a rollout with no intervention."""
+    counts = credit.baseline_mask.sum(axis=1)
+    if credit.baseline.shape[0] != len(credit.rewards):
+        raise ValueError("matched routing credit needs one row of intervention rewards per rollout")
+    means = np.divide((credit.baseline * credit.baseline_mask).sum(axis=1), counts,
+                      out=np.zeros_like(credit.rewards), where=counts > 0)
+    return np.where(counts > 0, credit.rewards - means, 0.0)
+
+
+@ROUTING.register("exhaustive")
+def exhaustive(credit: Credit, a_exec: np.ndarray | None = None) -> np.ndarray:
+    """Each group holds every talent's rollout once, and `probs` their pi_route(t | x)."""
+    if len(credit.probs) != len(credit.rewards):
+        raise ValueError("exhaustive routing needs pi_route(t | x) for every rollout")
+    out = np.zeros_like(credit.rewards)
+    for g in np.unique(credit.group):
+        rows = credit.group == g
+        p, r = credit.probs[rows], credit.rewards[rows]
+        out[rows] = p * (r - (p * r).sum() / p.sum())
+    return out
+
+
+@ROUTING.register("terminal")
+def terminal(credit: Credit, a_exec: np.ndarray | None = None) -> np.ndarray:
+    return grpo(credit) if a_exec is None else np.asarray(a_exec, dtype=np.float64)
+
+
+def zero_advantage_share(credit: Credit) -> float:
+    """The share of groups whose rewards are all equal (they teach execution nothing)."""
+    groups = np.unique(credit.group)
+    flat = sum(1 for g in groups if np.ptp(credit.rewards[credit.group == g]) == 0)
+    return flat / len(groups) if len(groups) else 0.0
