@@ -160,36 +160,21 @@ class Metered:
 
 
 class Context:
-    """Everything a mode needs: the backend, env, tasks, skill bank and task vectors."""
+    """One eval run's agent (`agent.Agent`: backend, env, skill bank) over its tasks, and
+    the choice of talent each mode makes."""
 
     def __init__(self, cfg: Any, backend: Any, env: Any, tasks: list[Any], index: Any | None):
+        from talentrl_cli.agent import Agent
         from talentrl_cli.rollout import RolloutConfig
 
         self.cfg, self.backend, self.env, self.tasks = cfg, Metered(backend), env, tasks
-        self.k, self.lam = int(cfg.index.k), float(cfg.index.lam)
         e = cfg.eval
         self.rollout = RolloutConfig(int(e.max_steps), int(e.max_new_tokens), int(e.max_total_tokens),
                                      float(e.temperature), float(e.top_p), int(cfg.seed))
-        self.bank = self._bank(index)
-        self.talents = {t.name: t for t in self.bank.talents} if self.bank else {}
+        self.agent = Agent.from_config(cfg, self.backend, env, index)
+        self.bank, self.talents = self.agent.bank, self.agent.talents
         self.talent_to_strategy = talent_strategies(self.bank, env) if self.bank else {}
         self.strategy_to_talent = oracle_talents(index, set(self.talents)) if self.bank else {}
-        self._vectors = None
-
-    def _bank(self, index: Any | None) -> Any:
-        if index is None:
-            return None
-        from talentrl_cli.embedding import Embedder
-        from talentrl_cli.skillbank import SkillBank
-
-        self.embedder = Embedder.from_config(self.cfg.embedder)
-        return SkillBank.load(index.path, self.embedder.identity(), int(self.cfg.index.oversample))
-
-    @property
-    def vectors(self) -> Any:
-        if self._vectors is None:
-            self._vectors = self.embedder.encode([t.question for t in self.tasks])
-        return self._vectors
 
     def evaluate(self, mode: str) -> list[Any]:
         """The mode's episodes, one per task (the oracle may run several per task)."""
@@ -205,23 +190,18 @@ class Context:
         return known + (len(self.tasks) - known) * len(self.talents)
 
     def _evaluate(self, mode: str) -> list[Any]:
-        from talentrl_cli.rollout import retrieve
-
-        if mode == "zero_shot":
-            return self._run([None] * len(self.tasks), [[]] * len(self.tasks), menu=False)
-        if mode == "flat":
-            return self._run([None] * len(self.tasks), retrieve(self.bank, self.vectors, [None] * len(self.tasks),
-                                                                self.k, 0.0), menu=False)
+        if mode in ("zero_shot", "flat"):
+            return self._run([None] * len(self.tasks), skills=mode == "flat")
         if mode == "oracle_talent":
             return self._oracle()
         names, dists = self._choose(mode)
-        episodes = self._run(names, retrieve(self.bank, self.vectors, names, self.k, self.lam), menu=True)
+        episodes = self._run(names)
         for ep, dist in zip(episodes, dists, strict=True):
             ep.route = dist
         return episodes
 
     def _choose(self, mode: str) -> tuple[list[str | None], list[dict[str, float]]]:
-        from talentrl_cli.rollout import argmax, episode_seed, route_distribution, route_generate
+        from talentrl_cli.rollout import argmax, episode_seed, route_generate
 
         talents = list(self.talents.values())
         if mode == "random_talent":
@@ -229,21 +209,13 @@ class Context:
             return picks, [{} for _ in self.tasks]
         if str(self.cfg.eval.routing) == "generate":
             return route_generate(self.backend, self.tasks, talents, int(self.cfg.seed)), [{} for _ in self.tasks]
-        dists = route_distribution(self.backend, self.tasks, talents)
+        dists = self.agent.route(self.tasks)
         return [argmax(d) for d in dists], dists
 
-    def _run(self, names: list[str | None], skills: list[list[Any]], menu: bool,
-             tasks: list[Any] | None = None) -> list[Any]:
-        from talentrl_cli.rollout import run_episodes, start_episode
-
-        tasks = tasks if tasks is not None else self.tasks
-        tok = self.backend.tokenizer
-        menu_talents = list(self.talents.values()) if menu else None
-        tools = self.env.describe_tools()
-        episodes = [start_episode(tok, task, self.talents.get(name) if name else None, sk, menu_talents, tools=tools)
-                    for task, name, sk in zip(tasks, names, skills, strict=True)]
+    def _run(self, names: list[str | None], tasks: list[Any] | None = None, skills: bool = True) -> list[Any]:
+        episodes = self.agent.start(tasks if tasks is not None else self.tasks, names, skills=skills)
         self.backend.start_batch(len(episodes))
-        episodes = run_episodes(self.backend, self.env, episodes, self.rollout)
+        episodes = self.agent.run(episodes, self.rollout)
         self.backend.end_batch()
         return episodes
 
@@ -266,13 +238,9 @@ class Context:
 
     def _fill(self, best: list[Any], rows: list[int], names: list[str]) -> None:
         """Run `names[j]` on task `rows[j]`; keep it where it beats what `best` holds."""
-        from talentrl_cli.rollout import retrieve
-
         if not rows:
             return
-        tasks = [self.tasks[i] for i in rows]
-        vectors = self.vectors[rows]
-        episodes = self._run(names, retrieve(self.bank, vectors, names, self.k, self.lam), True, tasks)
+        episodes = self._run(names, [self.tasks[i] for i in rows])
         for i, ep in zip(rows, episodes, strict=True):
             if best[i] is None or ep.reward > best[i].reward:
                 best[i] = ep

@@ -1,0 +1,64 @@
+"""The token-level clipped surrogate with a k3 KL to the reference (DESIGN §2, step 6).
+
+    weights = token_advantages(mask, a_route, a_exec)          # (B, T): A_route on ROUTE, A_exec on EXEC, 0 else
+    logps = sequence_logps(model, ids, attention)              # (B, T-1), TRL's selective_log_softmax
+    loss, stats = clipped_loss(logps, old, ref, weights, active, n_active, ...)
+
+The loss is TRL GRPOTrainer's (`dapo` normalisation): `-min(ratio A, clip(ratio, 1 - eps_low,
+1 + eps_high) A) + beta * k3`, k3 = `exp(ref - logp) - (ref - logp) - 1`, summed over the
+active tokens and divided by the active tokens of the whole optimizer step, across gradient
+accumulation and processes (`n_active`), so every token weighs the same however the step is
+split. Observation and prompt tokens are inactive: no loss, no KL, no gradient.
+
+Talent tokens use the label's own token log-probs in the sequence, not log pi_route
+renormalised over the menu. The two differ by grad log Z (Z: the menu labels' summed
+probability), whose coefficient is the mean advantage of the task's routing samples: exactly
+0 for `exhaustive` (sum_t pi(t)(r(t) - b) = 0) and 0 in expectation for `swap` and `ablate`.
+So the expected gradient is the same, and the label tokens need no extra K teacher-forced
+passes with gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from talentrl_cli.rollout import EXEC, ROUTE
+
+
+def token_advantages(masks: list[list[int]], a_route: Any, a_exec: Any) -> list[list[float]]:
+    """Per-token weights of each trained rollout: its A_route on talent-label tokens, its
+    A_exec on the execution tokens it generated, 0 on prompt and observation tokens."""
+    out = []
+    for mask, route, exe in zip(masks, a_route, a_exec, strict=True):
+        values = {ROUTE: float(route), EXEC: float(exe)}
+        out.append([values.get(m, 0.0) for m in mask])
+    return out
+
+
+def sequence_logps(model: Any, ids: Any, attention: Any) -> Any:
+    """log p(ids[:, t] | ids[:, :t]) for t >= 1, shape (B, T - 1)."""
+    from trl.trainer.utils import selective_log_softmax
+
+    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    return selective_log_softmax(logits, ids[:, 1:])
+
+
+def clipped_loss(logps: Any, old_logps: Any, ref_logps: Any | None, advantages: Any, active: Any, n_active: float,
+                 eps_low: float = 0.2, eps_high: float = 0.2, beta: float = 0.0) -> tuple[Any, dict[str, Any]]:
+    """(loss, stats) for one micro-batch; all tensors (B, T) aligned to the predicted tokens."""
+    import torch
+
+    active = active.to(logps.dtype)
+    ratio = torch.exp(logps - old_logps)
+    clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)
+    per_token = -torch.min(ratio * advantages, clipped * advantages)
+    kl = torch.zeros_like(logps)
+    if beta and ref_logps is not None:
+        kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+        per_token = per_token + beta * kl
+    loss = (per_token * active).sum() / max(float(n_active), 1.0)
+    with torch.no_grad():
+        is_clipped = ((ratio < 1 - eps_low) & (advantages < 0)) | ((ratio > 1 + eps_high) & (advantages > 0))
+        stats = {"kl_sum": float((kl * active).sum()), "clipped_sum": float((is_clipped.to(active.dtype) * active).sum()),
+                 "tokens": float(active.sum())}
+    return loss, stats
