@@ -69,3 +69,23 @@ class Agent:
         from talentrl_cli.rollout import run_episodes
 
         return run_episodes(self.backend, self.env, episodes, cfg)
+
+
+def talent_strategies(bank: Any, env: Any) -> dict[str, str]:
+    """talent -> the majority gold strategy of its exemplar tasks (where the env has gold),
+    for routing accuracy and the oracle; empty when no exemplar has a gold label."""
+    from collections import Counter
+
+    gold: dict[str, str] = {}
+    for split in ("train", "dev", "test"):
+        try:
+            gold.update({t.id: t.strategy for t in env.tasks(split) if t.strategy})
+        except Exception:  # noqa: BLE001 - an env without that split has no gold to offer
+            continue
+    out = {}
+    for talent in bank.talents:
+        ids = talent.meta.get("exemplar_ids") or talent.exemplars
+        votes = Counter(gold[i] for i in ids if i in gold)
+        if votes:
+            out[talent.name] = votes.most_common(1)[0][0]
+    return out

@@ -43,7 +43,9 @@ def test_matched_credit_averages_only_the_interventions_that_ran():
 
 def test_exhaustive_weights_are_pi_times_the_reward_minus_its_expectation():
     credit = Credit(rewards=[1, 0, 1], group=[0, 0, 0], probs=PI)
-    np.testing.assert_allclose(ROUTING.get("exhaustive")(credit), [0.15, -0.21, 0.06])  # b = 0.7
+    raw = ROUTING.get("exhaustive")(credit, scale=False)
+    np.testing.assert_allclose(raw, [0.15, -0.21, 0.06])  # b = 0.7
+    np.testing.assert_allclose(ROUTING.get("exhaustive")(credit), raw / raw.std(), atol=1e-5)
 
 
 def test_terminal_credit_gives_the_talent_tokens_the_execution_advantage():
@@ -71,7 +73,7 @@ def test_an_unknown_estimator_is_a_config_error():
 def exact_gradient() -> np.ndarray:
     """d E[r] / d logits = sum_t pi(t) (r(t) - b) grad log pi(t), via the exhaustive estimator."""
     credit = Credit(rewards=Q * P_E, group=[0, 0, 0], probs=PI)
-    weights = ROUTING.get("exhaustive")(credit)
+    weights = ROUTING.get("exhaustive")(credit, scale=False)
     return sum(w * score_grad(t) for t, w in enumerate(weights))
 
 

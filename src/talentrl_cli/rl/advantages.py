@@ -19,13 +19,14 @@ routing step is about as large as an execution step.
 - `grpo`: `A_exec_i = (r_i - mean_g r) / (std_g r + eps)`, the sample standard deviation
   (n - 1), as TRL's GRPOTrainer computes it. A group of equal rewards gives 0.
 - `matched`: `A_route_i = r_i - mean_m r'_{i,m}` (the matched-intervention contrast), over
-  the batch std + eps. Unbiased when the intervention talent is drawn independently of t_i
+  the batch (population) std + eps. Unbiased when the intervention talent is drawn independently of t_i
   (`swap`) or is the flat context (`ablate`); `swap_other` is biased (see `rl.group`).
 - `exhaustive`: every talent ran once on the task, so the routing loss is the exact expected
   gradient `-sum_t pi(t|x) * stopgrad(r(t) - b)`, `b = sum_t pi(t|x) r(t)`. Its gradient is
   `sum_t pi(t|x) (r(t) - b) grad log pi(t|x)`, so the rollout of talent t carries the weight
-  `A_route = pi(t|x) (r(t) - b)` on its label tokens (not scaled: the weight already is the
-  exact gradient's coefficient).
+  `A_route = pi(t|x) (r(t) - b)` on its label tokens, divided like `matched` by the batch std
+  (a positive constant per step: the direction stays the exact gradient's; unscaled, these
+  weights of ~0.1 drown beside A_exec's ~1 on the tokens both move).
 - `terminal`: the talent tokens get A_exec (plain GRPO credit), the baseline the paper argues
   cannot isolate the routing decision.
 """
@@ -91,7 +92,7 @@ def matched_contrast(credit: Credit) -> np.ndarray:
 
 
 @ROUTING.register("exhaustive")
-def exhaustive(credit: Credit, a_exec: np.ndarray | None = None) -> np.ndarray:
+def exhaustive(credit: Credit, a_exec: np.ndarray | None = None, scale: bool = True, eps: float = EPS) -> np.ndarray:
     """Each group holds every talent's rollout once, and `probs` their pi_route(t | x)."""
     if len(credit.probs) != len(credit.rewards):
         raise ValueError("exhaustive routing needs pi_route(t | x) for every rollout")
@@ -100,7 +101,7 @@ def exhaustive(credit: Credit, a_exec: np.ndarray | None = None) -> np.ndarray:
         rows = credit.group == g
         p, r = credit.probs[rows], credit.rewards[rows]
         out[rows] = p * (r - (p * r).sum() / p.sum())
-    return out
+    return out / (out.std() + eps) if scale and len(out) > 1 and out.std() > 0 else out
 
 
 @ROUTING.register("terminal")

@@ -56,3 +56,19 @@ def load_builtin_stages() -> Registry[Stage]:
         if importlib.util.find_spec(module) is not None:
             importlib.import_module(module)
     return STAGES
+
+
+def checkpoint_dir(stage: str, out_dir: Path, cfg: Any, inputs: dict[str, Any]) -> Path:
+    """`<root>/.checkpoints/<stage>/<key>`, outside the staging folder `<root>/<stage>/<tmp>`:
+    `<key>` hashes the config (without `<stage>.resume`) and the input digests, so a resumed
+    run with the same overrides finds its checkpoints."""
+    import hashlib
+    import json
+
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.to_container(cfg, resolve=True)
+    config[stage].pop("resume", None)
+    digests = {name: artifact.digest for name, artifact in sorted(inputs.items())}
+    key = hashlib.sha256(json.dumps([config, digests], sort_keys=True).encode()).hexdigest()[:16]
+    return out_dir.resolve().parent.parent / ".checkpoints" / stage / key

@@ -30,6 +30,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from talentrl_cli.agent import talent_strategies  # noqa: F401 - part of this module's interface
 from talentrl_cli.stages import Stage, register_stage
 
 MODES = ("zero_shot", "flat", "talent", "oracle_talent", "random_talent")
@@ -244,26 +245,6 @@ class Context:
         for i, ep in zip(rows, episodes, strict=True):
             if best[i] is None or ep.reward > best[i].reward:
                 best[i] = ep
-
-
-def talent_strategies(bank: Any, env: Any) -> dict[str, str]:
-    """talent -> the majority gold strategy of its exemplar tasks (where the env has gold),
-    for routing accuracy and the oracle; empty when no exemplar has a gold label."""
-    from collections import Counter
-
-    gold: dict[str, str] = {}
-    for split in ("train", "dev", "test"):
-        try:
-            gold.update({t.id: t.strategy for t in env.tasks(split) if t.strategy})
-        except Exception:  # noqa: BLE001 - an env without that split has no gold to offer
-            continue
-    out = {}
-    for talent in bank.talents:
-        ids = talent.meta.get("exemplar_ids") or talent.exemplars
-        votes = Counter(gold[i] for i in ids if i in gold)
-        if votes:
-            out[talent.name] = votes.most_common(1)[0][0]
-    return out
 
 
 def oracle_talents(index: Any, names: set[str]) -> dict[str, str]:

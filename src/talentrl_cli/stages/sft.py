@@ -35,14 +35,12 @@ finds them. A run that does not resume starts that folder afresh; a finished run
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from talentrl_cli.distributed import is_main_process
-from talentrl_cli.stages import Stage, register_stage
+from talentrl_cli.stages import Stage, checkpoint_dir, register_stage
 
 
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -53,7 +51,7 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     with current().step(f"building examples (sft.mode={cfg.sft.mode})"):
         examples = build_dataset(cfg, inputs["mine"], inputs["index"])
     write_jsonl(out_dir / sft_data.DATA_FILE, examples)
-    checkpoints = checkpoint_dir(out_dir, cfg, inputs)
+    checkpoints = checkpoint_dir("sft", out_dir, cfg, inputs)
     resume = bool(cfg.sft.resume)
     if resume and sft_train.last_checkpoint(checkpoints) is None:
         current().note(f"sft: no checkpoint under {checkpoints}; starting from scratch")
@@ -89,17 +87,6 @@ def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     tools = env_from_config(cfg).describe_tools()
     return sft_data.build_examples(labelled, bank, vectors, str(cfg.sft.mode), int(cfg.index.k),
                                    float(cfg.index.lam), tools=tools)
-
-
-def checkpoint_dir(out_dir: Path, cfg: Any, inputs: dict[str, Any]) -> Path:
-    """`<root>/.checkpoints/sft/<key>`: the staging folder is `<root>/sft/<tmp>`."""
-    from omegaconf import OmegaConf
-
-    config = OmegaConf.to_container(cfg, resolve=True)
-    config["sft"].pop("resume", None)
-    digests = {name: artifact.digest for name, artifact in sorted(inputs.items())}
-    key = hashlib.sha256(json.dumps([config, digests], sort_keys=True).encode()).hexdigest()[:16]
-    return out_dir.resolve().parent.parent / ".checkpoints" / "sft" / key
 
 
 STAGE = register_stage(Stage(

@@ -1,0 +1,317 @@
+"""The TalentRL training step on accelerate: collect a group per task, assign credit, update.
+
+    trainer = Trainer(cfg, model, tokenizer, agent, tasks, accelerator)
+    row = trainer.step(step)          # one optimizer step (x rl.num_iterations); a train_log row
+
+One step (DESIGN §2), timed per phase:
+
+1. routing: pi_route(. | x) exactly for each task (`Agent.route`); G talents sampled from it
+   with a generator seeded from (seed, task, step) (`interventions`); `exhaustive`: every
+   talent once.
+2. rollouts: one execution rollout per sampled talent, rollout index i, through the one engine
+   (`agent.run`), its sampler seeded from (step seed, task, i, turn).
+3. interventions: M rollouts per sampled talent with the same index i (common random
+   numbers), talent t'_{i,m} (`swap`, `swap_other`) or the flat context (`ablate`); no gradient.
+4. credit: A_exec and A_route from the registries (`advantages`), as per-token weights
+   (`loss.token_advantages`): A_route on talent-label tokens, A_exec on generated execution
+   tokens, 0 on prompt and observation tokens.
+5. log-probs: the reference's (adapter disabled) when beta > 0, and the rollout-time old
+   log-probs when num_iterations > 1 (with one pass the ratio is exactly 1 and old = new,
+   detached, as in TRL).
+6. backward + optimizer: the clipped surrogate over micro-batches, normalised by the active
+   tokens of the whole step across micro-batches and processes.
+
+Why not a TRL GRPOTrainer subclass: it assumes one completion per prompt, a single
+completion mask and one advantage per sequence; a TalentRL group is a multi-turn episode
+whose tokens carry two different advantages (routing on the label, execution on the actions)
+plus no-gradient intervention rollouts of the same task, and its generation loop is our
+rollout engine. So the trainer is this loop on accelerate (DDP / DeepSpeed / FSDP through
+`accelerate launch`), with TRL's `selective_log_softmax` and its loss formula (`loss`).
+
+Processes: each takes every `world`-th task of the step, so a task's group (interventions
+included) stays on one process; the token normaliser and the logged means are reduced
+across processes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from talentrl_cli.rl import advantages as adv
+from talentrl_cli.rl import interventions as iv
+from talentrl_cli.rl.loss import clipped_loss, sequence_logps, token_advantages
+from talentrl_cli.rollout import OTHER, RolloutConfig, episode_seed
+
+
+def switch_on(value: Any) -> bool:
+    """`rl.talents` / `rl.skills`: on (true) or none (false, off)."""
+    return value is True or str(value).lower() in ("on", "true", "1")
+
+
+def routing_key(rl: Any) -> str:
+    if str(rl.routing_credit) == "terminal":
+        return "terminal"
+    return "exhaustive" if str(rl.routing_estimator) == "exhaustive" else "matched"
+
+
+@dataclass
+class Collected:
+    """One step's trained rollouts (and their interventions) on this process."""
+
+    episodes: list[Any] = field(default_factory=list)
+    interventions: list[list[Any]] = field(default_factory=list)
+    group: list[int] = field(default_factory=list)
+    probs: list[float] = field(default_factory=list)
+    tasks: list[Any] = field(default_factory=list)
+    dists: list[dict[str, float]] = field(default_factory=list)
+    a_exec: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    a_route: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    zero_share: float = 0.0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Trainer:
+    def __init__(self, cfg: Any, model: Any, tokenizer: Any, agent: Any, tasks: Sequence[Any], accelerator: Any,
+                 strategy_of: dict[str, str] | None = None):
+        import torch
+        from transformers import get_scheduler
+
+        self.cfg, self.rl, self.tokenizer, self.agent, self.tasks = cfg, cfg.rl, tokenizer, agent, list(tasks)
+        self.accelerator, self.strategy_of = accelerator, strategy_of or {}
+        self.talents_on, self.skills_on = switch_on(cfg.rl.talents) and bool(agent.talents), switch_on(cfg.rl.skills)
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=float(self.rl.lr))
+        scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=int(self.rl.warmup_steps))
+        self.model, self.optimizer, self.scheduler = accelerator.prepare(model, optimizer, scheduler)
+        self.rollout = RolloutConfig(int(self.rl.max_steps), int(self.rl.max_new_tokens), int(self.rl.max_total_tokens),
+                                     float(self.rl.temperature), float(self.rl.top_p), int(cfg.seed))
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def step_tasks(self, step: int) -> list[Any]:
+        """This process's tasks of `step`: epochs of a seeded shuffle, then every world-th."""
+        n, per = len(self.tasks), int(self.rl.tasks_per_step)
+        picked = []
+        for position in range(step * per, (step + 1) * per):
+            epoch, offset = divmod(position, n)
+            order = np.random.default_rng([int(self.cfg.seed), epoch]).permutation(n)
+            picked.append(self.tasks[int(order[offset])])
+        world, rank = self.accelerator.num_processes, self.accelerator.process_index
+        return picked[rank::world]
+
+    # -- collection ---------------------------------------------------------------------------
+
+    def collect(self, tasks: Sequence[Any], step: int) -> Collected:
+        out, clock = Collected(), _Clock()
+        rollout = replace(self.rollout, seed=episode_seed(int(self.cfg.seed), "rl-step", step, 0) % (2**31))
+        self.agent.backend.model = self.accelerator.unwrap_model(self.model)
+        self.agent.backend.model.eval()
+        dists = self.agent.route(tasks) if self.talents_on else [{} for _ in tasks]
+        out.tasks, out.dists = list(tasks), dists
+        plan = [self._plan(task, dist, step) for task, dist in zip(tasks, dists, strict=True)]
+        out.seconds["routing"] = clock.lap()
+        # (group, task, talent, its interventions' talents, rollout index); exhaustive runs every
+        # talent on one random stream (rollout 0), so their rewards differ by the talent alone
+        same_stream = str(self.rl.routing_estimator) == "exhaustive" and self.talents_on
+        specs = [(g, tasks[g], name, swaps[i], 0 if same_stream else i)
+                 for g, (names, swaps) in enumerate(plan) for i, name in enumerate(names)]
+        out.episodes = self._run([s[1] for s in specs], [s[2] for s in specs], [s[4] for s in specs], rollout)
+        for ep, (g, *_) in zip(out.episodes, specs, strict=True):
+            ep.route = dists[g]
+        out.group = [s[0] for s in specs]
+        out.probs = [dists[g].get(name, 0.0) if name else 0.0 for g, _, name, _, _ in specs]
+        out.seconds["rollouts"] = clock.lap()
+        owners = [j for j, spec in enumerate(specs) for _ in spec[3]]
+        done = self._run([specs[j][1] for j in owners], [t for spec in specs for t in spec[3]],
+                         [specs[j][4] for j in owners], rollout)  # the same rollout index: the same random stream
+        out.interventions = [[] for _ in out.episodes]
+        for j, ep in zip(owners, done, strict=True):
+            out.interventions[j].append(ep)
+        out.seconds["interventions"] = clock.lap()
+        self._credit(out)
+        self.model.train()
+        return out
+
+    def _plan(self, task: Any, dist: dict[str, float], step: int) -> tuple[list[str | None], list[list[str | None]]]:
+        """(talents of the trained rollouts, their intervention talents) for one task."""
+        g = int(self.rl.group_size)
+        if not self.talents_on:
+            return [None] * g, [[] for _ in range(g)]
+        if str(self.rl.routing_estimator) == "exhaustive":
+            names = iv.all_talents(dist)
+            return list(names), [[] for _ in names]
+        rng = iv.generator(int(self.cfg.seed), task.id, step)
+        sampled = iv.sample_talents(dist, g, rng)
+        if routing_key(self.rl) != "matched" or int(self.rl.interventions) <= 0:
+            return list(sampled), [[] for _ in sampled]
+        return list(sampled), iv.intervention_talents(dist, sampled, str(self.rl.intervention),
+                                                      int(self.rl.interventions), rng)
+
+    def _run(self, tasks: list[Any], names: list[str | None], rollouts: list[int], rollout: RolloutConfig) -> list[Any]:
+        if not tasks:
+            return []
+        episodes = self.agent.start(tasks, names, rollouts=rollouts, skills=self.skills_on)
+        return self.agent.run(episodes, rollout)
+
+    def _credit(self, out: Collected) -> None:
+        m = max((len(x) for x in out.interventions), default=0)
+        baseline = np.zeros((len(out.episodes), m))
+        present = np.zeros((len(out.episodes), m))
+        for j, eps in enumerate(out.interventions):
+            for k, ep in enumerate(eps):
+                baseline[j, k], present[j, k] = ep.reward, 1.0
+        credit = adv.Credit(rewards=[ep.reward for ep in out.episodes], group=out.group, baseline=baseline,
+                            baseline_mask=present, probs=out.probs)
+        out.a_exec = adv.EXECUTION.get(str(self.rl.exec_estimator))(credit)
+        out.a_route = (adv.ROUTING.get(routing_key(self.rl))(credit, out.a_exec) if self.talents_on
+                       else np.zeros(len(out.episodes)))
+        out.zero_share = adv.zero_advantage_share(credit)
+
+    # -- update -------------------------------------------------------------------------------
+
+    def update(self, out: Collected) -> dict[str, float]:
+        import torch
+
+        clock, stats = _Clock(), {"kl_sum": 0.0, "clipped_sum": 0.0, "tokens": 0.0, "loss": 0.0, "grad_norm": 0.0}
+        batches = self._batches(out)
+        local = sum(float(b["active"].sum()) for b in batches)
+        n_active = float(self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), "sum"))
+        with torch.no_grad():
+            for b in batches:
+                b["ref"] = self._ref_logps(b) if float(self.rl.beta) else None
+                b["old"] = self._logps(b).detach() if int(self.rl.num_iterations) > 1 else None
+        seconds = {"logprobs": clock.lap(), "backward": 0.0, "optimizer": 0.0}
+        world = self.accelerator.num_processes
+        for _ in range(int(self.rl.num_iterations)):
+            for b in batches:
+                logps = self._logps(b)
+                old = b["old"] if b["old"] is not None else logps.detach()
+                loss, s = clipped_loss(logps, old, b["ref"], b["weights"], b["active"], n_active,
+                                       float(self.rl.clip_eps_low), float(self.rl.clip_eps_high), float(self.rl.beta))
+                self.accelerator.backward(loss * world)  # DDP averages over processes; the normaliser is global
+                stats["loss"] += float(loss.detach())
+                for key in ("kl_sum", "clipped_sum", "tokens"):
+                    stats[key] += s[key]
+            seconds["backward"] += clock.lap()
+            if not batches:  # nothing to learn on this process: keep DDP in step with zero grads
+                self.accelerator.backward(sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0)
+            stats["grad_norm"] = float(self.accelerator.clip_grad_norm_(
+                [p for p in self.model.parameters() if p.requires_grad], float(self.rl.max_grad_norm)))
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            seconds["optimizer"] += clock.lap()
+        stats["seconds"] = seconds
+        return stats
+
+    def _batches(self, out: Collected) -> list[dict[str, Any]]:
+        """Right-padded micro-batches of the trained rollouts, tensors aligned to the
+        predicted tokens (position t predicts ids[t + 1])."""
+        import torch
+
+        weights = token_advantages([ep.mask for ep in out.episodes], out.a_route, out.a_exec)
+        rows = list(range(len(out.episodes)))
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        device, size = self.accelerator.device, max(1, int(self.rl.micro_batch))
+        batches = []
+        for start in range(0, len(rows), size):
+            chunk = rows[start:start + size]
+            width = max(len(out.episodes[j].ids) for j in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            attention = torch.zeros((len(chunk), width), dtype=torch.long)
+            w = torch.zeros((len(chunk), width - 1))
+            active = torch.zeros((len(chunk), width - 1))
+            for r, j in enumerate(chunk):
+                ep, n = out.episodes[j], len(out.episodes[j].ids)
+                ids[r, :n] = torch.tensor(ep.ids)
+                attention[r, :n] = 1
+                w[r, : n - 1] = torch.tensor(weights[j][1:])
+                active[r, : n - 1] = torch.tensor([float(m != OTHER) for m in ep.mask[1:]])
+            batches.append({"ids": ids.to(device), "attention": attention.to(device),
+                            "weights": w.to(device), "active": active.to(device)})
+        return batches
+
+    def _logps(self, b: dict[str, Any]) -> Any:
+        return sequence_logps(self.model, b["ids"], b["attention"])
+
+    def _ref_logps(self, b: dict[str, Any]) -> Any:
+        from talentrl_cli.policy import reference
+
+        model = self.accelerator.unwrap_model(self.model)
+        with reference(model):
+            return sequence_logps(model, b["ids"], b["attention"])
+
+    # -- one step -----------------------------------------------------------------------------
+
+    def step(self, step: int) -> tuple[dict[str, Any], Collected]:
+        started = time.perf_counter()
+        out = self.collect(self.step_tasks(step), step)
+        stats = self.update(out)
+        row = self._row(step, out, stats, time.perf_counter() - started)
+        return row, out
+
+    def _row(self, step: int, out: Collected, stats: dict[str, Any], seconds: float) -> dict[str, Any]:
+        import torch
+
+        eps = out.episodes
+        local = {
+            "n": len(eps), "reward": sum(e.reward for e in eps), "reward_sq": sum(e.reward ** 2 for e in eps),
+            "em": sum(e.scores.get("em", 0.0) for e in eps), "f1": sum(e.scores.get("f1", 0.0) for e in eps),
+            "success": sum(float(e.reward > 0) for e in eps), "policy_tokens": sum(e.policy_tokens for e in eps),
+            "a_route": float(np.sum(out.a_route)), "a_route_sq": float(np.sum(out.a_route ** 2)),
+            "rollouts": len(eps) + sum(len(x) for x in out.interventions),
+            "tasks": len(out.dists), "zero_groups": out.zero_share * len(out.dists),
+            "entropy": sum(_entropy(d) for d in out.dists),
+            "route_hits": sum(self._route_hit(task, d) for task, d in zip(out.tasks, out.dists, strict=True)),
+            "route_known": sum(1 for task, d in zip(out.tasks, out.dists, strict=True)
+                               if d and task.strategy and self.strategy_of),
+            **{k: stats[k] for k in ("kl_sum", "clipped_sum", "tokens", "loss")},
+        }
+        keys = sorted(local)
+        total = self.accelerator.reduce(torch.tensor([float(local[k]) for k in keys], device=self.accelerator.device), "sum")
+        t = dict(zip(keys, total.tolist(), strict=True))
+        n = max(t["n"], 1.0)
+        row = {
+            "step": step, "reward_mean": t["reward"] / n, "reward_std": _std(t["reward"], t["reward_sq"], n),
+            "success_mean": t["success"] / n, "em_mean": t["em"] / n, "f1_mean": t["f1"] / n,
+            "route_entropy": t["entropy"] / max(t["tasks"], 1.0),
+            "route_acc": t["route_hits"] / t["route_known"] if t["route_known"] else None,
+            "a_route_mean": t["a_route"] / n, "a_route_std": _std(t["a_route"], t["a_route_sq"], n),
+            "zero_adv_share": t["zero_groups"] / max(t["tasks"], 1.0),
+            "kl": t["kl_sum"] / max(t["tokens"], 1.0), "clip_frac": t["clipped_sum"] / max(t["tokens"], 1.0),
+            "grad_norm": stats["grad_norm"], "loss": t["loss"], "policy_tokens": int(t["policy_tokens"]),
+            "rollouts": int(t["rollouts"]), "rollouts_per_s": t["rollouts"] / seconds if seconds else None,
+            "trained_tokens_per_s": t["tokens"] / seconds if seconds else None, "seconds": round(seconds, 3),
+        }
+        row.update({f"time_{k}": round(v, 3) for k, v in {**out.seconds, **stats["seconds"]}.items()})
+        return row
+
+    def _route_hit(self, task: Any, dist: dict[str, float]) -> float:
+        if not dist or not task.strategy or not self.strategy_of:
+            return 0.0
+        return float(self.strategy_of.get(max(dist, key=dist.get)) == task.strategy)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        seconds, self.last = now - self.last, now
+        return seconds
+
+
+def _entropy(dist: dict[str, float]) -> float:
+    p = np.array([v for v in dist.values() if v > 0])
+    return float(-(p * np.log(p)).sum()) if len(p) else 0.0
+
+
+def _std(total: float, squares: float, n: float) -> float:
+    mean = total / n
+    return float(max(squares / n - mean * mean, 0.0) ** 0.5)

@@ -1,0 +1,109 @@
+"""`talentrl rl` with the tiny model on a small WorldQA world: every stage chained (mine ->
+index -> sft -> rl -> eval of the rl policy), the artifact, resume equivalence, no partial
+artifact after a crash, and user errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from talentrl_cli.artifacts import ArtifactStore
+
+WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200")
+RL_FAST = ("rl.tasks_per_step=2", "rl.group_size=2", "rl.interventions=1", "rl.max_steps=2",
+           "rl.max_new_tokens=8", "index.k=2", "rl.lr=1e-3")
+TRAIN_KEYS = ("reward_mean", "a_route_mean", "a_route_std", "loss", "kl", "grad_norm", "policy_tokens", "rollouts")
+
+
+@pytest.fixture(scope="module")
+def trained_root(tmp_path_factory):
+    """mine:v1, index:v1 and sft:v1 (4 examples), built once for the module."""
+    from talentrl_cli.cli import main
+
+    root = tmp_path_factory.mktemp("rl-inputs") / "artifacts"
+    for args in (["mine", *WORLD, "source.n=60"], ["index", *WORLD],
+                 ["sft", *WORLD, "sft.max_examples=4", "sft.batch_size=1", "sft.grad_accum=1", "index.k=2"]):
+        try:
+            main(["--artifacts-root", str(root), *args])
+        except SystemExit as exit_:
+            assert not exit_.code
+    return root
+
+
+@pytest.fixture
+def trained(run_cli, trained_root):
+    shutil.copytree(trained_root, run_cli.root)
+
+
+def _rl(run_cli, *extra):
+    code, out, err = run_cli("rl", *WORLD, *RL_FAST, *extra)
+    assert code == 0, err
+    return ArtifactStore(run_cli.root).resolve(out.split()[-1])
+
+
+def _log(artifact):
+    return [json.loads(line) for line in (artifact.path / "train_log.jsonl").open()]
+
+
+def test_every_stage_chains_and_eval_reads_the_rl_policy(run_cli, trained):
+    artifact = _rl(run_cli, "rl.steps=3", "rl.log_rollouts_every=2")
+    assert artifact.manifest["inputs"]["model"]["ref"] == "sft:v1"
+    files = {p.name for p in artifact.path.iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors", "base_model.json", "train_log.jsonl",
+            "rollouts.jsonl", "report.md", "curves.png"} <= files
+    log = _log(artifact)
+    assert [r["step"] for r in log] == [0, 1, 2]
+    assert all(k in log[0] for k in (*TRAIN_KEYS, "route_entropy", "route_acc", "zero_adv_share", "clip_frac",
+                                     "rollouts_per_s", "time_routing", "time_rollouts", "time_interventions",
+                                     "time_logprobs", "time_backward", "time_optimizer"))
+    assert log[0]["rollouts"] == 2 * 2 * (1 + 1)  # tasks x G x (trained + M interventions)
+    rollouts = [json.loads(line) for line in (artifact.path / "rollouts.jsonl").open()]
+    assert {r["step"] for r in rollouts} == {0, 2} and all(len(r["ids"]) == len(r["mask"]) for r in rollouts)
+    assert all(len(r["interventions"]) == 1 and r["route"] for r in rollouts)
+    code, out, err = run_cli("eval", "inputs.model=rl:latest", *WORLD, "eval.limit=2", "eval.max_new_tokens=6",
+                             "eval.max_steps=2", "eval.n_bootstrap=100", "index.k=2", "eval.modes=[talent]")
+    assert code == 0, err
+    assert ArtifactStore(run_cli.root).resolve(out.split()[-1]).manifest["inputs"]["model"]["ref"] == "rl:v1"
+
+
+def test_a_run_killed_after_step_2_and_resumed_writes_the_same_train_log(run_cli, trained, monkeypatch):
+    from talentrl_cli.rl.trainer import Trainer
+
+    whole = _log(_rl(run_cli, "rl.steps=4", "rl.save_steps=2"))
+    shutil.rmtree(run_cli.root / "rl")
+    real_step = Trainer.step
+
+    def dies_at_step_2(self, step):
+        if step == 2:
+            raise KeyboardInterrupt
+        return real_step(self, step)
+
+    monkeypatch.setattr(Trainer, "step", dies_at_step_2)
+    code, _, _ = run_cli("rl", *WORLD, *RL_FAST, "rl.steps=4", "rl.save_steps=2")
+    assert code != 0 and not list((run_cli.root / "rl").glob("v*"))  # nothing half-published
+    monkeypatch.setattr(Trainer, "step", real_step)
+    resumed = _log(_rl(run_cli, "rl.steps=4", "rl.save_steps=2", "--resume"))
+    assert [r["step"] for r in resumed] == [0, 1, 2, 3]
+    for a, b in zip(whole, resumed, strict=True):
+        for key in TRAIN_KEYS:
+            assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["step"], key)
+
+
+def test_inputs_model_none_starts_from_the_base_model_with_a_fresh_adapter(run_cli, trained):
+    artifact = _rl(run_cli, "inputs.model=none", "rl.steps=1", "rl.intervention=ablate")
+    assert "model" not in artifact.manifest["inputs"]
+    assert json.loads((artifact.path / "base_model.json").read_text())["adapter"] is True
+
+
+def test_bad_switches_end_in_one_clear_message(run_cli, trained):
+    code, _, err = run_cli("rl", *WORLD, "rl.intervention=bogus")
+    assert code == 1 and "rl.intervention='bogus' is not known" in err and "Traceback" not in err
+    code, _, err = run_cli("rl", *WORLD, "rl.talents=none", "rl.routing_estimator=exhaustive")
+    assert code == 1 and "rl.talents=none has no routing" in err
+
+
+def test_rl_help_has_an_example(run_cli):
+    code, out, _ = run_cli("rl", "--help")
+    assert code == 0 and "talentrl rl" in out
