@@ -16,7 +16,9 @@ from talentrl_cli.schema import Skill, Step, Talent
 
 GOLDEN = Path(__file__).parent / "golden" / "prompts"
 DEMOS = [{"task_id": "t0", "question": "Who mentored Orvandel?", "actions": ["fetch[Orvandel]", "respond[<found entity>]"]},
-         {"task_id": "t1", "question": "Who mentored Kestrimo?", "actions": ["fetch[Kestrimo]", "respond[<found entity>]"]}]
+         {"task_id": "t1", "question": "Who mentored Kestrimo?", "actions": ["fetch[Kestrimo]", "respond[<found entity>]"]},
+         {"task_id": "t2", "question": "Which is older, Orvandel or Kestrimo?",
+          "actions": ["fetch[Orvandel]", "fetch[Kestrimo]", "respond[<task entity>]"]}]
 TALENTS = [Talent(name="chain-lookups", description="Find the bridge entity,\nthen look it up.",
                   meta={"demonstrations": DEMOS}),
            Talent(name="compare", description="Look up both entities, then compare.")]
@@ -129,3 +131,10 @@ def test_a_demonstration_is_another_tasks_and_hides_given_values():
     assert prompts.demonstration(talent, TASK, hide=["kestrimo"]) == ""  # the only other exemplar quotes it
     assert prompts.demonstration(talent, "Who taught Ilsa?") .startswith("Who mentored Orvandel?")
     assert prompts.demonstration(TALENTS[1], TASK) == ""  # a talent mined before demonstrations existed
+
+
+def test_a_demonstration_is_the_one_whose_question_reads_most_like_the_task():
+    assert prompts.demonstration(TALENTS[0], "Which is older, Ilsa or Brem?") == (
+        "Which is older, Orvandel or Kestrimo? -> fetch[Orvandel]; fetch[Kestrimo]; respond[<task entity>]")
+    assert prompts.question_similarity("Who mentored Ilsa?", "who mentored Brem") == pytest.approx(2 / 3)
+    assert prompts.question_similarity("a b", "c d") == 0.0

@@ -24,6 +24,7 @@ with `ok=False` and an `error` saying why.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -121,20 +122,34 @@ def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | No
 
 
 def demonstration(talent: Any, task: str, hide: Sequence[str] = ()) -> str:
-    """`question -> action; ...; finish[<slot>]`: the talent's first exemplar that is not this
-    very task and quotes none of `hide`, one line (mined by `mining.pipeline.demonstration`;
-    older mines have none). SFT hides the example's gold answers, so no training context
-    holds its own answer even by coincidence (another task's entity that happens to be it).
+    """`question -> action; ...; finish[<slot>]`: of the talent's worked exemplars (mined by
+    `mining.pipeline.demonstration`; older mines have none), the one whose question reads
+    most like the task's, leaving out this very task and any that quotes a value in `hide`;
+    one line. SFT hides the example's gold answers, so no training context holds its own
+    answer even by coincidence (another task's entity that happens to be it).
 
     Why a concrete exemplar and not only slot steps: a small policy copies a worked pattern
     (what to search, how many hops, what kind of answer) far more readily than it reads
     `search[<task entity>]`, and a random talent's exemplar shows the wrong pattern, so the
-    routing choice reaches the actions."""
+    routing choice reaches the actions. Why the nearest: a talent can span several question
+    families, and the exemplar of the task's own family shows its exact pattern."""
+    candidates = []
     for demo in (getattr(talent, "meta", None) or {}).get("demonstrations", []):
         text = f"{_one_line(demo['question'])} -> " + "; ".join(_one_line(a) for a in demo["actions"])
         if _one_line(demo["question"]).lower() != _one_line(task).lower() and not any(quotes(text, v) for v in hide):
-            return text
-    return ""
+            candidates.append((-question_similarity(demo["question"], task), len(candidates), text))
+    return min(candidates)[2] if candidates else ""
+
+
+def question_similarity(a: str, b: str) -> float:
+    """Word-sequence similarity in [0, 1] (difflib's ratio over lowercased words): two
+    questions of one family share their wording and differ in the entities, which this
+    rewards without an embedder in the prompt path."""
+    return difflib.SequenceMatcher(None, _words(a), _words(b), autojunk=False).ratio()
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
 
 
 def quotes(text: str, value: str) -> bool:

@@ -53,3 +53,17 @@ def test_a_demonstration_keeps_the_actions_and_slots_the_answer():
                     "actions": ["search[Vothas Pharma]", "search[Riatos Tynym]", "finish[<number>]"]}
     yes = Trajectory(id="y", task=task, steps=[Step(action="finish[yes]", observation="")], success=True)
     assert demonstration(yes)["actions"] == ["finish[<boolean>]"]
+
+
+def test_demonstration_candidates_spread_over_the_talent():
+    import numpy as np
+
+    from talentrl_cli.mining.pipeline import _diverse
+
+    # rows 0-2 form one family near the centroid, row 3 is another family
+    vectors = np.array([[1.0, 0.0], [0.99, 0.141], [0.99, -0.141], [0.0, 1.0], [0.6, 0.8]])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = np.array([0, 1, 2, 3])
+    assert _diverse(rows, vectors, 2) == [1, 3]  # the centroid's nearest, then the farthest from it
+    assert _diverse(rows, vectors, 3) == [1, 3, 2]  # row 2 is less like {1, 3} than row 0 is
+    assert len(_diverse(rows, vectors, 9)) == 4 and _diverse(np.array([], dtype=int), vectors, 3) == []

@@ -95,7 +95,8 @@ def _talents(fit: TalentFit, skills: list[Skill], trajectories: list[Trajectory]
                exemplars=contexts[c].exemplars, support=int(np.sum(fit.labels == c)),
                meta={"exemplar_ids": [trajectories[r].task.id for r in exemplar_rows[c]],
                      "keywords": contexts[c].keywords,
-                     "demonstrations": [demonstration(trajectories[r]) for r in exemplar_rows[c]]})
+                     "demonstrations": [demonstration(trajectories[r]) for r in
+                                        _diverse(np.flatnonzero(fit.labels == c), vectors, int(mine_cfg.demonstrations))]})
         for c, named in enumerate(names)
     ]
 
@@ -119,6 +120,23 @@ def _exemplars(rows: np.ndarray, vectors: np.ndarray, count: int) -> list[int]:
     similarity = np.round(vectors[rows] @ centroid, 6)
     order = np.lexsort((rows, -similarity))
     return [int(rows[i]) for i in order[:count]]
+
+
+def _diverse(rows: np.ndarray, vectors: np.ndarray, count: int) -> list[int]:
+    """Up to `count` members spread over the talent: the one nearest its centroid, then each
+    time the member least similar to those already chosen (farthest-point traversal). A
+    talent often spans several question families (one lookup and two, say); the prompt shows
+    the candidate whose question is nearest the task's (`prompts.demonstration`), so every
+    family needs one."""
+    chosen = _exemplars(rows, vectors, 1)
+    if not chosen:
+        return []
+    nearest = vectors[rows] @ vectors[chosen[0]]
+    while len(chosen) < min(count, len(rows)):
+        pick = int(rows[int(np.argmin(np.round(nearest, 6)))])
+        chosen.append(pick)
+        nearest = np.maximum(nearest, vectors[rows] @ vectors[pick])
+    return chosen
 
 
 def write_outputs(out_dir: Path, result: MineResult) -> None:
