@@ -75,3 +75,17 @@ def test_a_full_model_round_trips(model_cfg, tmp_path):
 def test_a_folder_that_is_not_a_policy_says_so(model_cfg, tmp_path):
     with pytest.raises(TalentRLError, match="base_model.json: not a policy artifact"):
         policy.load_for_generation(model_cfg, tmp_path)
+
+
+def test_vllm_receives_the_merged_weights_under_the_base_models_names(saved, model_cfg):
+    from talentrl_cli.generation import vllm_weights
+
+    trained, folder = saved
+    before = _logits(trained.eval())
+    weights = {name: t.clone() for name, t in vllm_weights(trained)}
+    merged, _ = policy.load_for_generation(model_cfg, folder)
+    expected = dict(merged.named_parameters())
+    assert set(weights) == set(expected)
+    for name, tensor in weights.items():
+        torch.testing.assert_close(tensor, expected[name].data, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(_logits(trained), before)  # unmerged again

@@ -262,7 +262,12 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
 @BACKENDS.register("vllm")
 class VLLMBackend:
     """vLLM on a GPU, behind the same interface. Per-row seeds map to vLLM's per-request
-    `seed`; scoring uses prompt logprobs. Only constructed when vLLM is importable."""
+    `seed`; scoring uses prompt logprobs. Only constructed when vLLM is importable.
+
+    vLLM starts from a folder; a model object's folder (`name_or_path`) is its base model's,
+    even after `merge_and_unload`, so the engine starts there and then receives the model's
+    own weights (`sync_weights`, as TRL's `VLLMGeneration` does). RL calls `sync_weights`
+    again after every optimizer step."""
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16):
         try:
@@ -272,8 +277,16 @@ class VLLMBackend:
 
             raise ConfigError("generation backend vllm needs the vllm package and a GPU",
                               "pip install vllm, or use eval.backend=hf") from err
-        path = model if isinstance(model, str) else model.name_or_path
+        path = model if isinstance(model, str) else model.name_or_path  # pragma: no cover
         self.tokenizer, self.llm = tokenizer, LLM(model=path, seed=0)  # pragma: no cover
+        if not isinstance(model, str):  # pragma: no cover
+            self.sync_weights(model)
+
+    def sync_weights(self, model: Any) -> None:  # pragma: no cover - needs a GPU
+        """Load `model`'s current weights (a PEFT model's adapter merged) into the engine."""
+        engine_model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
+        engine_model.load_weights(list(vllm_weights(model)))
+        self.llm.reset_prefix_cache()
 
     def generate(self, prompts: Sequence[Sequence[int]], seeds: Sequence[int],
                  params: SamplingParams) -> list[Completion]:  # pragma: no cover - needs a GPU
@@ -299,3 +312,20 @@ class VLLMBackend:
             tail = out.prompt_logprobs[-len(cont):]
             scores.append(sum(d[token].logprob for d, token in zip(tail, cont, strict=True)))
         return scores
+
+
+def vllm_weights(model: Any) -> Any:
+    """(name, tensor) under the names vLLM expects: a PEFT model's adapters merged for the
+    read and unmerged after (TRL's `VLLMGeneration._iter_named_params`, single process)."""
+    if not hasattr(model, "merge_adapter"):
+        yield from ((name, p.data) for name, p in model.named_parameters())
+        return
+    model.merge_adapter()
+    try:
+        for name, p in model.named_parameters():
+            name = name.removeprefix("base_model.model.").replace(".base_layer", "")
+            if model.prefix in name or "original_module" in name:
+                continue
+            yield name.replace("modules_to_save.default.", ""), p.data
+    finally:
+        model.unmerge_adapter()

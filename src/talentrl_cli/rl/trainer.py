@@ -109,8 +109,11 @@ class Trainer:
     def collect(self, tasks: Sequence[Any], step: int) -> Collected:
         out, clock = Collected(), _Clock()
         rollout = replace(self.rollout, seed=episode_seed(int(self.cfg.seed), "rl-step", step, 0) % (2**31))
-        self.agent.backend.model = self.accelerator.unwrap_model(self.model)
-        self.agent.backend.model.eval()
+        policy = self.accelerator.unwrap_model(self.model).eval()
+        if hasattr(self.agent.backend, "sync_weights"):
+            self.agent.backend.sync_weights(policy)  # vLLM: this step's weights
+        else:
+            self.agent.backend.model = policy
         dists = self.agent.route(tasks) if self.talents_on else [{} for _ in tasks]
         out.tasks, out.dists = list(tasks), dists
         plan = [self._plan(task, dist, step) for task, dist in zip(tasks, dists, strict=True)]

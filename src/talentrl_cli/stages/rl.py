@@ -83,7 +83,7 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
     from talentrl_cli.agent import Agent, talent_strategies
     from talentrl_cli.envs import env_from_config
     from talentrl_cli.errors import DataError
-    from talentrl_cli.generation import HFBackend
+    from talentrl_cli.generation import make_backend
     from talentrl_cli.policy import load_for_training
     from talentrl_cli.progress import current
     from talentrl_cli.rl.trainer import Trainer
@@ -96,7 +96,7 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
     artifact = inputs.get("model")
     with current().step(f"loading {artifact.ref if artifact else cfg.model.kind} for training"):
         model, tokenizer = load_for_training(cfg.model, artifact, bool(cfg.rl.full_finetune))
-        backend = HFBackend(model, tokenizer, batch_size=int(cfg.rl.batch_size))
+        backend = make_backend(model, tokenizer, str(cfg.rl.backend), int(cfg.rl.batch_size))
         agent = Agent.from_config(cfg, backend, env, inputs.get("index"))
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     strategy_of = talent_strategies(agent.bank, env) if agent.bank else {}
