@@ -37,6 +37,7 @@ QUIET_ENV = {
     "HF_HUB_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
     "TOKENIZERS_PARALLELISM": "false",  # its fork warning
+    "TQDM_DISABLE": "1",  # plain tqdm bars, e.g. transformers' one-time GGUF conversion of SmolLM2 (read at tqdm's import)
 }
 
 _state: dict[str, Any] = {"verbose": False, "display": None}
