@@ -58,7 +58,7 @@ def test_every_stage_chains_and_eval_reads_the_rl_policy(run_cli, trained):
     assert all(k in log[0] for k in (*TRAIN_KEYS, "route_entropy", "route_acc", "zero_adv_share", "clip_frac",
                                      "rollouts_per_s", "time_routing", "time_rollouts", "time_interventions",
                                      "time_logprobs", "time_backward", "time_optimizer"))
-    assert log[0]["rollouts"] == 2 * 2 * (1 + 1)  # tasks x G x (trained + M interventions)
+    assert log[0]["rollouts"] + log[0]["reused_interventions"] == 2 * 2 * (1 + 1)  # tasks x G x (1 + M)
     rollouts = [json.loads(line) for line in (artifact.path / "rollouts.jsonl").open()]
     assert {r["step"] for r in rollouts} == {0, 2} and all(len(r["ids"]) == len(r["mask"]) for r in rollouts)
     assert all(len(r["interventions"]) == 1 and r["route"] for r in rollouts)
@@ -107,3 +107,45 @@ def test_bad_switches_end_in_one_clear_message(run_cli, trained):
 def test_rl_help_has_an_example(run_cli):
     code, out, _ = run_cli("rl", "--help")
     assert code == 0 and "talentrl rl" in out
+
+
+@pytest.mark.slow
+def test_two_process_cpu_run_killed_and_resumed_matches_an_uninterrupted_one(run_cli, trained):
+    """`accelerate launch --cpu --num_processes 2` (gloo; each process takes every other task
+    of a step): a run killed once its step-2 checkpoint exists, resumed with --resume, writes
+    the train log of an uninterrupted two-process run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    accelerate = Path(sys.executable).with_name("accelerate")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+
+    def launch(*extra, wait=True):
+        cmd = [str(accelerate), "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29519",
+               "-m", "talentrl_cli", "--artifacts-root", str(run_cli.root), "rl", *WORLD, *RL_FAST,
+               "rl.tasks_per_step=4", "rl.steps=4", "rl.save_steps=2", *extra]
+        if not wait:
+            return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return ArtifactStore(run_cli.root).resolve(proc.stdout.split()[-1])
+
+    whole = _log(launch("--force"))
+    killed = launch("--force", wait=False)
+    checkpoints = run_cli.root / ".checkpoints" / "rl"
+    deadline = time.time() + 600
+    while not list(checkpoints.glob("*/step-2/state.json")) and time.time() < deadline and killed.poll() is None:
+        time.sleep(0.2)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    resumed = _log(launch("--resume"))
+    assert [r["step"] for r in resumed] == [0, 1, 2, 3]
+    for a, b in zip(whole, resumed, strict=True):
+        for key in TRAIN_KEYS:
+            assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["step"], key)

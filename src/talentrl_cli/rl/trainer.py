@@ -12,6 +12,8 @@ One step (DESIGN §2), timed per phase:
    (`agent.run`), its sampler seeded from (step seed, task, i, turn).
 3. interventions: M rollouts per sampled talent with the same index i (common random
    numbers), talent t'_{i,m} (`swap`, `swap_other`) or the flat context (`ablate`); no gradient.
+   A `swap` draw equal to t_i would replay the sampled rollout exactly, so it reuses it (with a
+   confident router most draws are such: `reused_interventions` in the log).
 4. credit: A_exec and A_route from the registries (`advantages`), as per-token weights
    (`loss.token_advantages`): A_route on talent-label tokens, A_exec on generated execution
    tokens, 0 on prompt and observation tokens.
@@ -72,6 +74,7 @@ class Collected:
     a_exec: np.ndarray = field(default_factory=lambda: np.zeros(0))
     a_route: np.ndarray = field(default_factory=lambda: np.zeros(0))
     zero_share: float = 0.0
+    reused: int = 0  # interventions under the sampled talent: its rollout, not run again
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -87,7 +90,15 @@ class Trainer:
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=float(self.rl.lr))
         scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=int(self.rl.warmup_steps))
-        self.model, self.optimizer, self.scheduler = accelerator.prepare(model, optimizer, scheduler)
+        # the scheduler stays unwrapped: accelerate's would step once per process per step
+        self.model, self.optimizer = accelerator.prepare(model, optimizer)
+        self.scheduler = scheduler
+        if int(self.rl.tasks_per_step) % accelerator.num_processes:
+            from talentrl_cli.errors import ConfigError
+
+            raise ConfigError(f"rl.tasks_per_step={self.rl.tasks_per_step} does not split over "
+                              f"{accelerator.num_processes} processes",
+                              "use a multiple of the process count: every process runs the same number of groups")
         self.rollout = RolloutConfig(int(self.rl.max_steps), int(self.rl.max_new_tokens), int(self.rl.max_total_tokens),
                                      float(self.rl.temperature), float(self.rl.top_p), int(cfg.seed))
 
@@ -129,12 +140,16 @@ class Trainer:
         out.group = [s[0] for s in specs]
         out.probs = [dists[g].get(name, 0.0) if name else 0.0 for g, _, name, _, _ in specs]
         out.seconds["rollouts"] = clock.lap()
-        owners = [j for j, spec in enumerate(specs) for _ in spec[3]]
-        done = self._run([specs[j][1] for j in owners], [t for spec in specs for t in spec[3]],
-                         [specs[j][4] for j in owners], rollout)  # the same rollout index: the same random stream
+        # an intervention under the sampled talent itself would replay the sampled rollout token
+        # for token (same context, same random stream: tested), so it reuses it instead of running
+        pairs = [(j, t) for j, spec in enumerate(specs) for t in spec[3]]
+        fresh = [(j, t) for j, t in pairs if t != specs[j][2]]
+        done = iter(self._run([specs[j][1] for j, _ in fresh], [t for _, t in fresh],
+                              [specs[j][4] for j, _ in fresh], rollout))  # the same rollout index: the same random stream
         out.interventions = [[] for _ in out.episodes]
-        for j, ep in zip(owners, done, strict=True):
-            out.interventions[j].append(ep)
+        for j, t in pairs:
+            out.interventions[j].append(next(done) if t != specs[j][2] else out.episodes[j])
+        out.reused = len(pairs) - len(fresh)
         out.seconds["interventions"] = clock.lap()
         self._credit(out)
         self.model.train()
@@ -267,7 +282,7 @@ class Trainer:
             "em": sum(e.scores.get("em", 0.0) for e in eps), "f1": sum(e.scores.get("f1", 0.0) for e in eps),
             "success": sum(float(e.reward > 0) for e in eps), "policy_tokens": sum(e.policy_tokens for e in eps),
             "a_route": float(np.sum(out.a_route)), "a_route_sq": float(np.sum(out.a_route ** 2)),
-            "rollouts": len(eps) + sum(len(x) for x in out.interventions),
+            "rollouts": len(eps) + sum(len(x) for x in out.interventions) - out.reused, "reused": out.reused,
             "tasks": len(out.dists), "zero_groups": out.zero_share * len(out.dists),
             "entropy": sum(_entropy(d) for d in out.dists),
             "route_hits": sum(self._route_hit(task, d) for task, d in zip(out.tasks, out.dists, strict=True)),
@@ -288,7 +303,7 @@ class Trainer:
             "zero_adv_share": t["zero_groups"] / max(t["tasks"], 1.0),
             "kl": t["kl_sum"] / max(t["tokens"], 1.0), "clip_frac": t["clipped_sum"] / max(t["tokens"], 1.0),
             "grad_norm": stats["grad_norm"], "loss": t["loss"], "policy_tokens": int(t["policy_tokens"]),
-            "rollouts": int(t["rollouts"]), "rollouts_per_s": t["rollouts"] / seconds if seconds else None,
+            "rollouts": int(t["rollouts"]), "reused_interventions": int(t["reused"]), "rollouts_per_s": t["rollouts"] / seconds if seconds else None,
             "trained_tokens_per_s": t["tokens"] / seconds if seconds else None, "seconds": round(seconds, 3),
         }
         row.update({f"time_{k}": round(v, 3) for k, v in {**out.seconds, **stats["seconds"]}.items()})
