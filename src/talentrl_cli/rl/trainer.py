@@ -21,7 +21,9 @@ One step (DESIGN §2), timed per phase:
    log-probs when num_iterations > 1 (with one pass the ratio is exactly 1 and old = new,
    detached, as in TRL).
 6. backward + optimizer: the clipped surrogate over micro-batches, normalised by the active
-   tokens of the whole step across micro-batches and processes.
+   tokens of the whole step across micro-batches and processes. Without KL (beta 0), a rollout
+   whose tokens all have zero advantage (an equal-reward group, no routing contrast) adds no
+   gradient and is skipped; its tokens still count in the normaliser, as in TRL.
 
 Why not a TRL GRPOTrainer subclass: it assumes one completion per prompt, a single
 completion mask and one advantage per sequence; a TalentRL group is a multi-turn episode
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -199,6 +202,8 @@ class Trainer:
         batches = self._batches(out)
         local = sum(float(b["active"].sum()) for b in batches)
         n_active = float(self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), "sum"))
+        if not float(self.rl.beta):  # without KL, a rollout with no advantage anywhere adds no gradient
+            batches = [b for b in batches if bool(b["weights"].abs().sum() > 0)]
         with torch.no_grad():
             for b in batches:
                 b["ref"] = self._ref_logps(b) if float(self.rl.beta) else None
@@ -206,18 +211,21 @@ class Trainer:
         seconds = {"logprobs": clock.lap(), "backward": 0.0, "optimizer": 0.0}
         world = self.accelerator.num_processes
         for _ in range(int(self.rl.num_iterations)):
-            for b in batches:
+            for i, b in enumerate(batches):
                 logps = self._logps(b)
                 old = b["old"] if b["old"] is not None else logps.detach()
                 loss, s = clipped_loss(logps, old, b["ref"], b["weights"], b["active"], n_active,
                                        float(self.rl.clip_eps_low), float(self.rl.clip_eps_high), float(self.rl.beta))
-                self.accelerator.backward(loss * world)  # DDP averages over processes; the normaliser is global
+                # processes hold different numbers of micro-batches: only the last backward syncs
+                sync = self.accelerator.no_sync(self.model) if i < len(batches) - 1 else nullcontext()
+                with sync:
+                    self.accelerator.backward(loss * world)  # DDP averages over processes; the normaliser is global
                 stats["loss"] += float(loss.detach())
                 for key in ("kl_sum", "clipped_sum", "tokens"):
                     stats[key] += s[key]
-            seconds["backward"] += clock.lap()
-            if not batches:  # nothing to learn on this process: keep DDP in step with zero grads
+            if not batches:  # nothing to learn on this process: its one synced backward, of zeros
                 self.accelerator.backward(sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0)
+            seconds["backward"] += clock.lap()
             stats["grad_norm"] = float(self.accelerator.clip_grad_norm_(
                 [p for p in self.model.parameters() if p.requires_grad], float(self.rl.max_grad_norm)))
             self.optimizer.step()
