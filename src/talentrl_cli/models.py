@@ -64,7 +64,7 @@ def load_tokenizer(model_cfg: Any) -> Any:
     from transformers import AutoTokenizer
 
     path = model_path(model_cfg)
-    tokenizer = _from_pretrained(AutoTokenizer, path, model_cfg)
+    tokenizer = from_pretrained(AutoTokenizer, path, model_cfg)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -75,14 +75,14 @@ def load_policy(model_cfg: Any, device: str | None = None) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
 
     path = model_path(model_cfg)
-    model = _from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=torch_dtype(model_cfg))
+    model = from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=torch_dtype(model_cfg))
     model.eval()
     if device:
         model.to(device)
     return model, load_tokenizer(model_cfg)
 
 
-def _from_pretrained(cls: Any, path: str, model_cfg: Any, **kwargs: Any) -> Any:
+def from_pretrained(cls: Any, path: str, model_cfg: Any, **kwargs: Any) -> Any:
     trust = bool(model_cfg.get("trust_remote_code", False))
     try:
         return cls.from_pretrained(path, trust_remote_code=trust, **kwargs)

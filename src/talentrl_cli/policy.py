@@ -93,8 +93,8 @@ def load_for_training(model_cfg: Any, artifact: Any | None = None, full_finetune
 
 def reference(model: Any) -> Any:
     """A context in which `model` computes the reference policy: a PEFT model with its
-    adapter disabled (the frozen base, no second copy). A full model has no frozen twin;
-    callers that need one keep a copy (`frozen_copy`)."""
+    adapter disabled (the frozen base, no second copy). A full model has no frozen twin: the
+    trainer keeps `frozen_copy(model)` for its KL instead."""
     if hasattr(model, "disable_adapter"):
         return model.disable_adapter()
     return nullcontext()
@@ -131,12 +131,7 @@ def _load(model_cfg: Any, artifact: Any, trainable: bool) -> tuple[Any, Any]:
 def _from_pretrained(path: str, model_cfg: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
-    try:
-        return AutoModelForCausalLM.from_pretrained(path, dtype=load_dtype(model_cfg),
-                                                    trust_remote_code=bool(model_cfg.get("trust_remote_code", False)))
-    except OSError as err:
-        raise TalentRLError(f"cannot load model {path!r}: {str(err).splitlines()[0]}",
-                            "the base model recorded in base_model.json must be a local folder") from None
+    return models.from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=load_dtype(model_cfg))
 
 
 def _folder(artifact: Any) -> Path:

@@ -41,8 +41,7 @@ def train(cfg: Any, messages: list[list[dict[str, str]]], out_dir: Path, checkpo
     path = models.model_path(model_cfg)
     tokenizer = models.load_tokenizer(model_cfg)
     tokenizer.chat_template = prompts.training_chat_template(tokenizer)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=policy.load_dtype(model_cfg),
-                                                 trust_remote_code=bool(model_cfg.get("trust_remote_code")))
+    model = models.from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=policy.load_dtype(model_cfg))
     check_lengths(tokenizer, messages, int(sft.max_length))
     resume_from = last_checkpoint(checkpoints) if resume else None
     trainer = trainer_class(route_weight(cfg))(model=model, args=SFTConfig(**training_args(cfg, checkpoints)),

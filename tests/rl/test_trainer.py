@@ -19,13 +19,13 @@ from talentrl_cli.rollout import EXEC, OTHER, ROUTE
 from . import toy
 
 
-def make_trainer(*overrides: str, designated: str | None = "a", tasks=None) -> Trainer:
+def make_trainer(*overrides: str, designated: str | None = "a", tasks=None, full: bool = False) -> Trainer:
     from accelerate import Accelerator
 
     cfg = compose(["model=tiny", "rl.skills=none", "rl.lr=1e-2", "rl.tasks_per_step=6", "rl.group_size=4",
                    "rl.interventions=2", "rl.micro_batch=24", *overrides])
     torch.manual_seed(0)
-    model, tokenizer = load_for_training(cfg.model)
+    model, tokenizer = load_for_training(cfg.model, full_finetune=full)
     tasks = tasks or toy.toy_tasks()
     for task in tasks if designated else ():
         task.strategy = designated
@@ -143,3 +143,11 @@ def test_a_checkpoint_restores_the_run_exactly(tmp_path):
     assert expected[3]["grad_norm"] > 0 and expected[3]["kl"] > 0
     for a, b in zip(expected, rows, strict=True):
         assert {k: a[k] for k in keys} == pytest.approx({k: b[k] for k in keys}, rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_the_kl_reference_is_the_starting_policy_under_lora_and_full_fine_tuning(full):
+    trainer = make_trainer("rl.beta=0.1", full=full)
+    rows = [trainer.step(s)[0] for s in range(3)]
+    assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-9)  # before any update the policy is its reference
+    assert rows[2]["kl"] > 1e-6

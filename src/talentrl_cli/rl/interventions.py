@@ -12,7 +12,7 @@ tested without a model:
     `(K r(t_i) - sum_t r(t)) / (K - 1)` in expectation, so its expected gradient is
     `K / (K - 1)` times the exact one (tested by enumeration): wrong in scale, not direction.
   - `ablate`: None, the talent-free flat context.
-- `exhaustive` routing runs every talent once instead (`all_talents`).
+- `exhaustive` routing runs every talent once instead (the trainer's plan).
 
 The generator is seeded from (seed, task, step), never from the policy, so a resumed run
 draws the same talents.
@@ -55,6 +55,3 @@ def intervention_talents(dist: dict[str, float], sampled: Sequence[str], kind: s
         return [[None] * count for _ in sampled]
     raise ConfigError(f"rl.intervention={kind!r} is not known", f"use one of: {', '.join(INTERVENTIONS)}")
 
-
-def all_talents(dist: dict[str, float]) -> list[str]:
-    return list(dist)

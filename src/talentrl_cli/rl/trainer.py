@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from talentrl_cli import policy
 from talentrl_cli.rl import advantages as adv
 from talentrl_cli.rl import interventions as iv
 from talentrl_cli.rl.loss import clipped_loss, sequence_logps, token_advantages
@@ -90,6 +91,9 @@ class Trainer:
         self.cfg, self.rl, self.tokenizer, self.agent, self.tasks = cfg, cfg.rl, tokenizer, agent, list(tasks)
         self.accelerator, self.strategy_of = accelerator, strategy_of or {}
         self.talents_on, self.skills_on = switch_on(cfg.rl.talents) and bool(agent.talents), switch_on(cfg.rl.skills)
+        # the KL reference: a PEFT model's adapter disabled; a fully fine-tuned model's frozen copy
+        self.frozen = (policy.frozen_copy(model) if float(self.rl.beta) and not hasattr(model, "disable_adapter")
+                       else None)
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=float(self.rl.lr))
         scheduler = get_scheduler("constant_with_warmup", optimizer, num_warmup_steps=int(self.rl.warmup_steps))
@@ -123,11 +127,11 @@ class Trainer:
     def collect(self, tasks: Sequence[Any], step: int) -> Collected:
         out, clock = Collected(), _Clock()
         rollout = replace(self.rollout, seed=episode_seed(int(self.cfg.seed), "rl-step", step, 0) % (2**31))
-        policy = self.accelerator.unwrap_model(self.model).eval()
+        current = self.accelerator.unwrap_model(self.model).eval()
         if hasattr(self.agent.backend, "sync_weights"):
-            self.agent.backend.sync_weights(policy)  # vLLM: this step's weights
+            self.agent.backend.sync_weights(current)  # vLLM: this step's weights
         else:
-            self.agent.backend.model = policy
+            self.agent.backend.model = current
         dists = self.agent.route(tasks) if self.talents_on else [{} for _ in tasks]
         out.tasks, out.dists = list(tasks), dists
         plan = [self._plan(task, dist, step) for task, dist in zip(tasks, dists, strict=True)]
@@ -164,8 +168,7 @@ class Trainer:
         if not self.talents_on:
             return [None] * g, [[] for _ in range(g)]
         if str(self.rl.routing_estimator) == "exhaustive":
-            names = iv.all_talents(dist)
-            return list(names), [[] for _ in names]
+            return list(dist), [[] for _ in dist]
         rng = iv.generator(int(self.cfg.seed), task.id, step)
         sampled = iv.sample_talents(dist, g, rng)
         if routing_key(self.rl) != "matched" or int(self.rl.interventions) <= 0:
@@ -266,10 +269,10 @@ class Trainer:
         return sequence_logps(self.model, b["ids"], b["attention"])
 
     def _ref_logps(self, b: dict[str, Any]) -> Any:
-        from talentrl_cli.policy import reference
-
+        if self.frozen is not None:
+            return sequence_logps(self.frozen, b["ids"], b["attention"])
         model = self.accelerator.unwrap_model(self.model)
-        with reference(model):
+        with policy.reference(model):
             return sequence_logps(model, b["ids"], b["attention"])
 
     # -- one step -----------------------------------------------------------------------------
