@@ -30,6 +30,19 @@ def shared_data() -> Path:
 # -- test-only stages and a CLI runner --------------------------------------------------------
 
 
+def run_stages(root: Path, *commands: list[str]) -> Path:
+    """Run each `talentrl --artifacts-root ROOT <command>` in-process, failing on a non-zero
+    exit; returns ROOT (module fixtures build their inputs once with it)."""
+    from talentrl_cli.cli import main
+
+    for args in commands:
+        try:
+            main(["--artifacts-root", str(root), *args])
+        except SystemExit as exit_:
+            assert not exit_.code, args
+    return root
+
+
 def _alpha(cfg, inputs, out_dir):
     (out_dir / "value.txt").write_text(f"{cfg.seed}\n")
     (out_dir / "sub").mkdir()

@@ -9,6 +9,7 @@ import re
 import statistics
 
 import pytest
+from conftest import run_stages
 from omegaconf import OmegaConf
 
 from talentrl_cli import prompts
@@ -17,15 +18,7 @@ from talentrl_cli import prompts
 @pytest.fixture(scope="module")
 def worldqa_root(tmp_path_factory):
     """mine (the default 600 WorldQA expert trajectories) and index, built once for the module."""
-    from talentrl_cli.cli import main
-
-    root = tmp_path_factory.mktemp("sft-data") / "artifacts"
-    for args in (["mine"], ["index"]):
-        try:
-            main(["--artifacts-root", str(root), *args])
-        except SystemExit as exit_:
-            assert not exit_.code
-    return root
+    return run_stages(tmp_path_factory.mktemp("sft-data") / "artifacts", ["mine"], ["index"])
 
 
 def _examples(root, *overrides):

@@ -288,10 +288,13 @@ def print_table(metrics: dict[str, Any], console: Any = None) -> None:
 
 def log_wandb_table(metrics: dict[str, Any]) -> None:
     """A W&B table of the results, into the run the stage runner opened (if any)."""
-    wandb = sys.modules.get("wandb")
-    run = getattr(wandb, "run", None) if wandb else None
+    from talentrl_cli.tracking import active_run
+
+    run = active_run()
     if run is None:
         return
+    import wandb
+
     columns = ["mode", "benchmark", "em", "em_low", "em_high", "f1", "success", "routing_accuracy"]
     rows = [[mode, metrics["benchmark"], *m["em"], m["f1"][0], m["success"][0],
              m.get("routing_accuracy", [None])[0]] for mode, m in metrics["modes"].items()]

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -209,12 +208,11 @@ def _wandb_callback() -> Any:
     """Logs the loss curve to the stage's W&B run, when the runner opened one."""
     from transformers import TrainerCallback
 
+    from talentrl_cli.tracking import log_numbers
+
     class WandbLoss(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-            wandb = sys.modules.get("wandb")
-            run = getattr(wandb, "run", None) if wandb else None
-            if run is not None and logs and state.is_world_process_zero:
-                run.log({f"sft/{k}": v for k, v in logs.items() if isinstance(v, int | float)},
-                        step=state.global_step)
+            if logs and state.is_world_process_zero:
+                log_numbers("sft", logs, state.global_step)
 
     return WandbLoss()

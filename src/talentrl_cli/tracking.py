@@ -26,6 +26,23 @@ from talentrl_cli.errors import ConfigError
 MODES = ("disabled", "offline", "online")
 
 
+def active_run() -> Any:
+    """The W&B run the stage runner opened, on rank 0 only; None when tracking is off
+    (wandb is then never imported)."""
+    import sys
+
+    wandb = sys.modules.get("wandb")
+    run = getattr(wandb, "run", None) if wandb else None
+    return run if run is not None and is_main_process() else None
+
+
+def log_numbers(prefix: str, values: dict[str, Any], step: int) -> None:
+    """The numeric entries of `values` as `<prefix>/<key>` at `step`, into `active_run()`."""
+    run = active_run()
+    if run is not None:
+        run.log({f"{prefix}/{k}": v for k, v in values.items() if isinstance(v, int | float)}, step=int(step))
+
+
 class Tracker:
     """A no-op tracker; `WandbTracker` overrides every method."""
 

@@ -9,6 +9,7 @@ import re
 import shutil
 
 import pytest
+from conftest import run_stages
 
 from talentrl_cli.artifacts import ArtifactStore
 
@@ -20,15 +21,8 @@ FAST = (*WORLD, *EVAL_FAST)
 @pytest.fixture(scope="module")
 def indexed_root(tmp_path_factory):
     """mine:v1 (WorldQA expert, 80 trajectories) and index:v1, built once for the module."""
-    from talentrl_cli.cli import main
-
-    root = tmp_path_factory.mktemp("eval-inputs") / "artifacts"
-    for args in (["mine", *WORLD, "source.n=80"], ["index", *WORLD]):
-        try:
-            main(["--artifacts-root", str(root), *args])
-        except SystemExit as exit_:
-            assert not exit_.code
-    return root
+    return run_stages(tmp_path_factory.mktemp("eval-inputs") / "artifacts",
+                      ["mine", *WORLD, "source.n=80"], ["index", *WORLD])
 
 
 @pytest.fixture

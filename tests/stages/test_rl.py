@@ -8,6 +8,7 @@ import json
 import shutil
 
 import pytest
+from conftest import run_stages
 
 from talentrl_cli.artifacts import ArtifactStore
 
@@ -20,16 +21,9 @@ TRAIN_KEYS = ("reward_mean", "a_route_mean", "a_route_std", "loss", "kl", "grad_
 @pytest.fixture(scope="module")
 def trained_root(tmp_path_factory):
     """mine:v1, index:v1 and sft:v1 (4 examples), built once for the module."""
-    from talentrl_cli.cli import main
-
-    root = tmp_path_factory.mktemp("rl-inputs") / "artifacts"
-    for args in (["mine", *WORLD, "source.n=60"], ["index", *WORLD],
-                 ["sft", *WORLD, "sft.max_examples=4", "sft.batch_size=1", "sft.grad_accum=1", "index.k=2"]):
-        try:
-            main(["--artifacts-root", str(root), *args])
-        except SystemExit as exit_:
-            assert not exit_.code
-    return root
+    return run_stages(tmp_path_factory.mktemp("rl-inputs") / "artifacts",
+                      ["mine", *WORLD, "source.n=60"], ["index", *WORLD],
+                      ["sft", *WORLD, "sft.max_examples=4", "sft.batch_size=1", "sft.grad_accum=1", "index.k=2"])
 
 
 @pytest.fixture

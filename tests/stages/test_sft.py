@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from conftest import run_stages
 from mining.synthetic import synthetic_trajectories
 
 from talentrl_cli.artifacts import ArtifactStore
@@ -19,16 +20,10 @@ FAST = ("sft.max_examples=4", "sft.batch_size=1", "sft.grad_accum=1", "sft.max_l
 @pytest.fixture(scope="module")
 def indexed_root(tmp_path_factory):
     """An artifacts root holding mine:v1 and index:v1, built once for the module."""
-    from talentrl_cli.cli import main
-
     folder = tmp_path_factory.mktemp("sft-inputs")
     write_jsonl(folder / "synthetic.jsonl", synthetic_trajectories())
-    for args in (["mine", "source=native", f"source.path={folder / 'synthetic.jsonl'}"], ["index"]):
-        try:
-            main(["--artifacts-root", str(folder / "artifacts"), *args])
-        except SystemExit as exit_:
-            assert not exit_.code
-    return folder / "artifacts"
+    return run_stages(folder / "artifacts", ["mine", "source=native", f"source.path={folder / 'synthetic.jsonl'}"],
+                      ["index"])
 
 
 @pytest.fixture

@@ -127,6 +127,7 @@ def train_loop(cfg: Any, trainer: Any, folder: Path, start: int, rows: list[dict
     from talentrl_cli.jsonl import write_jsonl
     from talentrl_cli.progress import current
     from talentrl_cli.rl import checkpoint
+    from talentrl_cli.tracking import log_numbers
 
     steps, display = int(cfg.rl.steps), current()
     task = display.task("train", total=steps, unit="steps")
@@ -135,7 +136,7 @@ def train_loop(cfg: Any, trainer: Any, folder: Path, start: int, rows: list[dict
     for step in range(start, steps):
         row, out = trainer.step(step)
         rows.append(row)
-        _log_wandb(row)
+        log_numbers("rl", row, row["step"])
         if int(cfg.rl.log_rollouts_every) > 0 and step % int(cfg.rl.log_rollouts_every) == 0:
             logged += rollout_records(step, out)
         display.update(task, completed=step + 1, info=_info(row))
@@ -199,17 +200,6 @@ def _info(row: dict[str, Any]) -> str:
     parts = [f"reward {row['reward_mean']:.3f}", f"route acc {acc:.2f}" if acc is not None else "",
              f"H {row['route_entropy']:.2f}", f"{row['seconds']:.1f}s/step"]
     return "  ".join(p for p in parts if p)
-
-
-def _log_wandb(row: dict[str, Any]) -> None:
-    import sys
-
-    from talentrl_cli.distributed import is_main_process
-
-    wandb = sys.modules.get("wandb")
-    run = getattr(wandb, "run", None) if wandb else None
-    if run is not None and is_main_process():
-        run.log({f"rl/{k}": v for k, v in row.items() if isinstance(v, int | float)}, step=int(row["step"]))
 
 
 STAGE = register_stage(Stage(
