@@ -17,7 +17,8 @@ model with a fresh LoRA) and times `--steps` steps after one warm-up step:
 
 It prints the per-phase seconds of a step, rollouts/s, trained tokens/s (the tokens the loss
 covers, over the whole step), the cost of one intervention rollout against one trained
-rollout (target <= 0.8: it needs no log-probs or backward), and our single-turn tokens/s and
+rollout (the step time it adds, against terminal G=4's step, which runs the same trained
+rollouts; target <= 0.8: it needs no log-probs or backward), and our single-turn tokens/s and
 time per rollout as ratios to TRL's (target >= 0.9).
 """
 
@@ -64,11 +65,12 @@ def summarise(rows: list[dict]) -> dict:
     return mean
 
 
-def intervention_cost(m: dict, trained: int, extra: int) -> float:
-    """Seconds per intervention rollout over seconds per trained rollout (its generation and
-    its share of log-probs, backward and optimizer)."""
-    per_trained = (m["t_rollouts"] + m["t_logprobs"] + m["t_backward"] + m["t_optimizer"]) / trained
-    return (m["t_interventions"] / extra) / per_trained
+def intervention_cost(m: dict, base: dict, trained: int, extra: int) -> float:
+    """Seconds per intervention rollout over seconds per trained rollout. Interventions share
+    the trained rollouts' engine call, so an intervention's cost is what it adds to a step:
+    the arm's step time less that of terminal credit at the same G, which runs the very same
+    trained rollouts (the same sampled talents) and no interventions."""
+    return ((m["seconds"] - base["seconds"]) / extra) / (base["seconds"] / trained)
 
 
 def trl_reference(cfg, root: Path, tasks_per_step: int, steps: int) -> dict:
@@ -181,7 +183,7 @@ def print_tables(results: dict, args) -> None:
         if m["rollouts"] <= trained:
             print(f"{name}: every intervention drew the sampled talent and reused its rollout")
             continue
-        cost = intervention_cost(m, trained, m["rollouts"] - trained)  # the interventions that ran
+        cost = intervention_cost(m, results["terminal G=4"], trained, m["rollouts"] - trained)  # those that ran
         print(f"TARGET {'met   ' if cost <= INTERVENTION_TARGET else 'MISSED'} {name}: an intervention rollout "
               f"costs {cost:.2f}x a trained one (<= {INTERVENTION_TARGET})")
         print(f"  generation alone: {trained / m['t_rollouts']:.2f} trained rollouts/s in the rollout phase, "
