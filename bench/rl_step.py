@@ -11,6 +11,8 @@ model with a fresh LoRA) and times `--steps` steps after one warm-up step:
 
 - TalentRL, G=4 with M=1 and M=2 matched (swap) interventions;
 - terminal-credit GRPO at the same G (4), and at the same number of rollouts (8 and 12);
+- every arm with `rl.exec_estimator=bench_busy` (nonzero advantages), so each step trains
+  every rollout, as TRL does;
 - single-turn: ours (rl.max_steps=1, terminal credit) and TRL's `GRPOTrainer` on the same
   first-turn prompts (routing turn + execution context), same model, LoRA, G and
   max_new_tokens, with a reward of 1 when the completion writes an action.
@@ -45,12 +47,25 @@ def arms(tasks: int) -> list[tuple[str, list[str]]]:
     ]
 
 
+def register_busy_estimator() -> None:
+    """`rl.exec_estimator=bench_busy`: +1 / -1 alternating. A timed step must train every
+    rollout, as TRL's does; from the base model most groups score all 0, their advantage is 0
+    and the trainer rightly skips their forward and backward, which would time nothing."""
+    import numpy as np
+
+    from talentrl_cli.rl.advantages import EXECUTION
+
+    if "bench_busy" not in EXECUTION:
+        EXECUTION.register("bench_busy")(lambda credit: np.where(np.arange(len(credit.rewards)) % 2, -1.0, 1.0))
+
+
 def time_arm(root: Path, overrides: list[str], steps: int) -> list[dict]:
     from talentrl_cli.artifacts import ArtifactStore
     from talentrl_cli.config import compose
     from talentrl_cli.stages.rl import build_trainer, check_switches
 
-    cfg = compose(overrides)
+    register_busy_estimator()
+    cfg = compose([*overrides, "rl.exec_estimator=bench_busy"])
     check_switches(cfg)
     trainer = build_trainer(cfg, {"index": ArtifactStore(root).resolve("index:latest")})
     trainer.step(0)  # warm-up: allocators, kernels, the embedder

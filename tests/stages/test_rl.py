@@ -91,6 +91,15 @@ def test_inputs_model_none_starts_from_the_base_model_with_a_fresh_adapter(run_c
     assert json.loads((artifact.path / "base_model.json").read_text())["adapter"] is True
 
 
+def test_max_tasks_trains_on_the_first_n_tasks_of_the_split(run_cli, trained):
+    from talentrl_cli.config import compose
+    from talentrl_cli.envs import env_from_config
+
+    artifact = _rl(run_cli, "rl.max_tasks=2", "rl.steps=3", "rl.log_rollouts_every=1")
+    first = [t.id for t in env_from_config(compose(list(WORLD))).tasks("train")[:2]]
+    assert {json.loads(line)["task_id"] for line in (artifact.path / "rollouts.jsonl").open()} == set(first)
+
+
 def test_bad_switches_end_in_one_clear_message(run_cli, trained):
     code, _, err = run_cli("rl", *WORLD, "rl.intervention=bogus")
     assert code == 1 and "rl.intervention='bogus' is not known" in err and "Traceback" not in err

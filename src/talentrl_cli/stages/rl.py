@@ -91,6 +91,8 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
     torch.manual_seed(int(cfg.seed))
     env = env_from_config(cfg)
     tasks = env.tasks(str(cfg.rl.split))
+    if int(cfg.rl.max_tasks) > 0:  # the first N, as eval.limit=N picks them on the same split
+        tasks = tasks[: int(cfg.rl.max_tasks)]
     if not tasks:
         raise DataError(f"env {cfg.env.name} has no task in split {cfg.rl.split!r}", "set rl.split to a split it has")
     artifact = inputs.get("model")
