@@ -100,6 +100,14 @@ def test_max_tasks_trains_on_the_first_n_tasks_of_the_split(run_cli, trained):
     assert {json.loads(line)["task_id"] for line in (artifact.path / "rollouts.jsonl").open()} == set(first)
 
 
+def test_eval_every_logs_held_out_greedy_em_before_every_nth_step_and_after_the_last(run_cli, trained):
+    artifact = _rl(run_cli, "rl.steps=3", "rl.eval_every=2", "rl.eval_limit=2")
+    log = _log(artifact)
+    assert [("dev_em" in r) for r in log] == [True, False, True]
+    assert all(0.0 <= r["dev_em"] <= 1.0 for r in log if "dev_em" in r) and "dev_em_final" in log[-1]
+    assert "dev_em_start" in artifact.manifest["metrics"]
+
+
 def test_bad_switches_end_in_one_clear_message(run_cli, trained):
     code, _, err = run_cli("rl", *WORLD, "rl.intervention=bogus")
     assert code == 1 and "rl.intervention='bogus' is not known" in err and "Traceback" not in err

@@ -1,11 +1,12 @@
-"""`report.md` and `curves.png` of an rl artifact: reward and routing accuracy per step."""
+"""`report.md` and `curves.png` of an rl artifact: reward, routing accuracy and (with
+`rl.eval_every`) held-out greedy EM per step."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("step", "reward_mean", "em_mean", "route_acc", "route_entropy", "a_route_std", "zero_adv_share",
+COLUMNS = ("step", "reward_mean", "em_mean", "dev_em", "route_acc", "route_entropy", "a_route_std", "zero_adv_share",
            "kl", "clip_frac", "grad_norm", "seconds")
 
 
@@ -34,6 +35,11 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
     acc = [(r["step"], r["route_acc"]) for r in rows if r.get("route_acc") is not None]
     if acc:
         ax.plot(*zip(*acc, strict=True), label="routing accuracy")
+    dev = [(r["step"], r["dev_em"]) for r in rows if r.get("dev_em") is not None]
+    if dev and rows[-1].get("dev_em_final") is not None:
+        dev.append((rows[-1]["step"] + 1, rows[-1]["dev_em_final"]))
+    if dev:
+        ax.plot(*zip(*dev, strict=True), marker="o", label="held-out EM (greedy)")
     ax.set_xlabel("step")
     ax.set_ylim(0, 1)
     ax.legend()

@@ -92,6 +92,7 @@ class Trainer:
 
         self.cfg, self.rl, self.tokenizer, self.agent, self.tasks = cfg, cfg.rl, tokenizer, agent, list(tasks)
         self.accelerator, self.strategy_of = accelerator, strategy_of or {}
+        self.eval_tasks: list[Any] = []  # held-out tasks for `evaluate` (the stage sets them: rl.eval_*)
         self.talents_on, self.skills_on = switch_on(cfg.rl.talents) and bool(agent.talents), switch_on(cfg.rl.skills)
         # the KL reference: a PEFT model's adapter disabled; a fully fine-tuned model's frozen copy
         self.frozen = (policy.frozen_copy(model) if float(self.rl.beta) and not hasattr(model, "disable_adapter")
@@ -126,14 +127,34 @@ class Trainer:
 
     # -- collection ---------------------------------------------------------------------------
 
-    def collect(self, tasks: Sequence[Any], step: int) -> Collected:
-        out, clock = Collected(), _Clock()
-        rollout = replace(self.rollout, seed=episode_seed(int(self.cfg.seed), "rl-step", step, 0) % (2**31))
+    def _serve_current(self) -> None:
         current = self.accelerator.unwrap_model(self.model).eval()
         if hasattr(self.agent.backend, "sync_weights"):
             self.agent.backend.sync_weights(current)  # vLLM: this step's weights
         else:
             self.agent.backend.model = current
+
+    def evaluate(self, tasks: Sequence[Any]) -> float:
+        """Greedy EM on `tasks` as eval's `talent` mode runs it (the argmax of pi_route; the
+        flat or skill-free context under `rl.talents=none` / `rl.skills=none`), over every
+        process's share; `rl.eval_every`."""
+        import torch
+
+        mine = list(tasks)[self.accelerator.process_index::self.accelerator.num_processes]
+        self._serve_current()
+        dists = self.agent.route(mine) if self.talents_on and mine else [{} for _ in mine]
+        names = [max(d, key=d.get) if d else None for d in dists]
+        episodes = self._run(mine, names, [0] * len(mine), replace(self.rollout, temperature=0.0))
+        local = torch.tensor([sum(e.scores.get("em", 0.0) for e in episodes), float(len(episodes))],
+                             device=self.accelerator.device)
+        em, n = self.accelerator.reduce(local, "sum").tolist()
+        self.model.train()
+        return em / max(n, 1.0)
+
+    def collect(self, tasks: Sequence[Any], step: int) -> Collected:
+        out, clock = Collected(), _Clock()
+        rollout = replace(self.rollout, seed=episode_seed(int(self.cfg.seed), "rl-step", step, 0) % (2**31))
+        self._serve_current()
         dists = self.agent.route(tasks) if self.talents_on else [{} for _ in tasks]
         out.tasks, out.dists = list(tasks), dists
         plan = [self._plan(task, dist, step) for task, dist in zip(tasks, dists, strict=True)]

@@ -8,6 +8,8 @@ GRPO execution credit), and its baselines as switches.
     talentrl rl rl.routing_estimator=exhaustive            # every talent once per task: the exact routing gradient
     talentrl rl rl.talents=none                            # SkillBank + GRPO; rl.skills=none: no skills
     talentrl rl inputs.model=none                          # start from the config's base model (a fresh LoRA)
+    talentrl rl rl.eval_every=5 rl.eval_limit=32           # greedy EM on 32 dev tasks every 5 steps and at the end
+    talentrl rl rl.max_tasks=8 rl.tasks_per_step=8         # every step on the same 8 train tasks
     talentrl rl --resume                                   # continue from the last checkpoint (= rl.resume=true)
     accelerate launch --cpu --num_processes 2 -m talentrl_cli rl
 
@@ -18,7 +20,8 @@ The artifact: the policy in sft's format (`policy.save_policy`: the adapter the 
 trained, continued, or the full model with `rl.full_finetune=true`), so `talentrl eval
 inputs.model=rl:latest` reads it; `train_log.jsonl` (one row per step: reward, EM/F1,
 success, routing entropy and accuracy against gold, A_route mean/std, the zero-advantage
-share, KL, clip fraction, grad norm, tokens, rollouts/s and wall time per phase);
+share, KL, clip fraction, grad norm, tokens, rollouts/s and wall time per phase; with
+`rl.eval_every=N`, `dev_em` before every Nth step and `dev_em_final` after the last);
 `rollouts.jsonl` (every `rl.log_rollouts_every`-th step's transcripts with token masks and
 advantages); `report.md` with `curves.png` (reward and routing accuracy per step).
 Checkpoints every `rl.save_steps` steps under `<root>/.checkpoints/rl/<key>/` (see
@@ -102,7 +105,10 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
         agent = Agent.from_config(cfg, backend, env, inputs.get("index"))
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     strategy_of = talent_strategies(agent.bank, env) if agent.bank else {}
-    return Trainer(cfg, model, tokenizer, agent, tasks, accelerator, strategy_of)
+    trainer = Trainer(cfg, model, tokenizer, agent, tasks, accelerator, strategy_of)
+    if int(cfg.rl.eval_every) > 0:
+        trainer.eval_tasks = env.tasks(str(cfg.rl.eval_split))[: int(cfg.rl.eval_limit)]
+    return trainer
 
 
 def resume_point(cfg: Any, folder: Path, trainer: Any) -> tuple[int, list[dict[str, Any]]]:
@@ -136,7 +142,10 @@ def train_loop(cfg: Any, trainer: Any, folder: Path, start: int, rows: list[dict
     display.update(task, completed=start)
     logged: list[dict[str, Any]] = []
     for step in range(start, steps):
+        dev = _dev_em(cfg, trainer) if step % max(int(cfg.rl.eval_every), 1) == 0 else None
         row, out = trainer.step(step)
+        if dev is not None:
+            row["dev_em"] = dev  # the policy this step started from
         rows.append(row)
         log_numbers("rl", row, row["step"])
         if int(cfg.rl.log_rollouts_every) > 0 and step % int(cfg.rl.log_rollouts_every) == 0:
@@ -145,10 +154,19 @@ def train_loop(cfg: Any, trainer: Any, folder: Path, start: int, rows: list[dict
         if int(cfg.rl.save_steps) > 0 and (step + 1) % int(cfg.rl.save_steps) == 0 and step + 1 < steps \
                 and is_main_process():
             checkpoint.save(folder, step + 1, trainer, rows)
+    final = _dev_em(cfg, trainer) if rows else None
+    if final is not None:
+        rows[-1]["dev_em_final"] = final  # the policy the run publishes
     display.finish(task, info=_info(rows[-1]) if rows else "")
     if is_main_process():
         write_jsonl(out_dir / "rollouts.jsonl", logged)
     return rows
+
+
+def _dev_em(cfg: Any, trainer: Any) -> float | None:
+    if int(cfg.rl.eval_every) <= 0 or not trainer.eval_tasks:
+        return None
+    return trainer.evaluate(trainer.eval_tasks)
 
 
 def rollout_records(step: int, out: Any) -> list[dict[str, Any]]:
@@ -184,7 +202,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"steps": len(rows), "reward_first": mean("reward_mean", slice(0, third)),
             "reward_last": mean("reward_mean", slice(-third, None)),
             "route_acc_first": mean("route_acc", slice(0, third)), "route_acc_last": mean("route_acc", slice(-third, None)),
-            "seconds_per_step": mean("seconds", slice(None)), "peak_memory_mb": _peak_memory_mb()}
+            "seconds_per_step": mean("seconds", slice(None)), "peak_memory_mb": _peak_memory_mb(),
+            **({"dev_em_start": rows[0]["dev_em"], "dev_em_final": rows[-1].get("dev_em_final")}
+               if rows and rows[0].get("dev_em") is not None else {})}
 
 
 def _peak_memory_mb() -> float:
@@ -200,7 +220,8 @@ def _peak_memory_mb() -> float:
 def _info(row: dict[str, Any]) -> str:
     acc = row.get("route_acc")
     parts = [f"reward {row['reward_mean']:.3f}", f"route acc {acc:.2f}" if acc is not None else "",
-             f"H {row['route_entropy']:.2f}", f"{row['seconds']:.1f}s/step"]
+             f"H {row['route_entropy']:.2f}", f"{row['seconds']:.1f}s/step",
+             f"dev EM {row['dev_em']:.3f}" if row.get("dev_em") is not None else ""]
     return "  ".join(p for p in parts if p)
 
 
