@@ -136,8 +136,8 @@ class Trainer:
 
     def evaluate(self, tasks: Sequence[Any]) -> float:
         """Greedy EM on `tasks` as eval's `talent` mode runs it (the argmax of pi_route; the
-        flat or skill-free context under `rl.talents=none` / `rl.skills=none`), over every
-        process's share; `rl.eval_every`."""
+        flat or skill-free context under `rl.talents=none` / `rl.skills=none`), within rl's turn
+        and token limits, over every process's share; `rl.eval_every`."""
         import torch
 
         mine = list(tasks)[self.accelerator.process_index::self.accelerator.num_processes]
