@@ -60,6 +60,7 @@ def load(path: Path, trainer: Any) -> tuple[int, list[dict[str, Any]]]:
         for name, p in model.named_parameters():
             if name in weights:
                 p.copy_(weights[name].to(p.device, p.dtype))
+    trainer.backend_stale = True  # new weights: a vLLM backend must receive them
     extra = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=False)
     trainer.optimizer.load_state_dict(extra["optimizer"])
     trainer.scheduler.load_state_dict(extra["scheduler"])

@@ -93,6 +93,7 @@ class Trainer:
         self.cfg, self.rl, self.tokenizer, self.agent, self.tasks = cfg, cfg.rl, tokenizer, agent, list(tasks)
         self.accelerator, self.strategy_of = accelerator, strategy_of or {}
         self.eval_tasks: list[Any] = []  # held-out tasks for `evaluate` (the stage sets them: rl.eval_*)
+        self.backend_stale = True  # the backend does not hold the current weights yet
         self.talents_on, self.skills_on = switch_on(cfg.rl.talents) and bool(agent.talents), switch_on(cfg.rl.skills)
         # the KL reference: a PEFT model's adapter disabled; a fully fine-tuned model's frozen copy
         self.frozen = (policy.frozen_copy(model) if float(self.rl.beta) and not hasattr(model, "disable_adapter")
@@ -128,11 +129,14 @@ class Trainer:
     # -- collection ---------------------------------------------------------------------------
 
     def _serve_current(self) -> None:
+        """Generation mode, and the backend holds the current weights: a vLLM push (a full
+        weight copy) happens once per optimizer step, not again for a `rl.eval_every` pass."""
         current = self.accelerator.unwrap_model(self.model).eval()
-        if hasattr(self.agent.backend, "sync_weights"):
-            self.agent.backend.sync_weights(current)  # vLLM: this step's weights
-        else:
+        if not hasattr(self.agent.backend, "sync_weights"):
             self.agent.backend.model = current
+        elif self.backend_stale:
+            self.agent.backend.sync_weights(current)  # vLLM: this step's weights
+        self.backend_stale = False
 
     def evaluate(self, tasks: Sequence[Any]) -> float:
         """Greedy EM on `tasks` as eval's `talent` mode runs it (the argmax of pi_route; the
@@ -257,6 +261,7 @@ class Trainer:
             stats["grad_norm"] = float(self.accelerator.clip_grad_norm_(
                 [p for p in self.model.parameters() if p.requires_grad], float(self.rl.max_grad_norm)))
             self.optimizer.step()
+            self.backend_stale = True
             self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
             seconds["optimizer"] += clock.lap()
