@@ -149,3 +149,87 @@ def test_cli_hint_names_the_environments_executable(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "prefix", sys.base_prefix)
     monkeypatch.setattr("shutil.which", lambda name: None)
     assert "pip install -e ." in cli_hint()
+
+
+# -- named steps, seeds, scales, dry runs ------------------------------------------------------
+
+
+def _gamma(cfg, inputs, out_dir):
+    value = inputs["alpha"].file("value.txt").read_text().strip() if "alpha" in inputs else "none"
+    (out_dir / "value.txt").write_text(f"{value}\n")
+    return {}
+
+
+@pytest.fixture
+def seeded_spec(test_stages, monkeypatch, tmp_path):
+    from talentrl_cli.stages import STAGES, Stage
+
+    gamma = Stage("gamma", _gamma, "Test stage gamma.", "talentrl gamma", inputs={"alpha": ("alpha",)},
+                  optional_inputs=("alpha",))
+    monkeypatch.setitem(STAGES._items, "gamma", gamma)
+    path = tmp_path / "grid.yaml"
+    path.write_text("seeds: [1, 2]\nscales: {small: [], big: []}\nscale: small\nsteps:\n"
+                    "  - {stage: alpha, name: a_shared, shared: true}\n"
+                    "  - {stage: alpha, name: a_seeded}\n"
+                    "  - {stage: beta, name: from_shared, inputs: {alpha: a_shared}}\n"
+                    "  - {stage: beta, name: from_seeded, inputs: {alpha: a_seeded}}\n"
+                    "  - {stage: gamma, name: without, inputs: {alpha: none}}\n")
+    return path
+
+
+def _values(results):
+    return [(r.label, (r.result.artifact.path / "value.txt").read_text().strip()) for r in results]
+
+
+def test_seeds_run_every_step_per_seed_and_shared_steps_once(seeded_spec, tmp_path):
+    from talentrl_cli.pipeline import load_spec, run_pipeline
+
+    store = ArtifactStore(tmp_path / "root")
+    results = run_pipeline(load_spec(str(seeded_spec)), store)
+    assert _values(results) == [
+        ("a_shared (seed 1)", "0"), ("a_seeded (seed 1)", "1"), ("from_shared (seed 1)", "100"),
+        ("from_seeded (seed 1)", "101"), ("without (seed 1)", "none"),
+        ("a_seeded (seed 2)", "2"), ("from_shared (seed 2)", "100"), ("from_seeded (seed 2)", "102"),
+        ("without (seed 2)", "none")]
+    again = run_pipeline(load_spec(str(seeded_spec)), store)  # an interrupted run continues: all reused
+    assert all(r.result.reused for r in again) and len(store.list("alpha")) == 3
+
+
+def test_dry_run_finds_what_a_run_would_reuse_and_nothing_before(seeded_spec, tmp_path):
+    from talentrl_cli.pipeline import load_spec, run_pipeline
+
+    store = ArtifactStore(tmp_path / "root")
+    spec = load_spec(str(seeded_spec))
+    assert all(r.result is None for r in run_pipeline(spec, store, dry_run=True))
+    assert store.list() == []
+    run_pipeline(spec, store, until="a_seeded")  # stopped after the second step of seed 1 and 2
+    planned = run_pipeline(spec, store, dry_run=True)
+    found = [r.label for r in planned if r.result is not None]
+    assert found == ["a_shared (seed 1)", "a_seeded (seed 1)", "a_seeded (seed 2)"]
+    assert len(planned) == 9 and store.list("beta") == []
+
+
+def test_spec_parameters_come_from_the_command_line_under_the_specs_name(run_cli, seeded_spec):
+    code, out, err = run_cli("pipeline", str(seeded_spec), "grid.seeds=[5]", "grid.scale=big")
+    assert code == 0, err
+    store = ArtifactStore(run_cli.root)
+    assert sorted(a.manifest["config"]["seed"] for a in store.list("alpha")) == [0, 5]
+    assert "from_seeded (seed 5)" in err
+    for bad, message in (("grid.scale=huge", "scale 'huge' is not defined"),
+                         ("grid.seeds=[a]", "is not a list of integers"),
+                         ("grid.steps=3", "unknown pipeline parameter 'grid.steps'")):
+        code, _, err = run_cli("pipeline", str(seeded_spec), bad)
+        assert code == 1 and message in err, err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("steps: [alpha, alpha]\n", "two steps are named 'alpha'"),
+    ("steps: [{stage: beta, inputs: {alpha: later}}, {stage: alpha, name: later}]\n", "which is no earlier step"),
+    ("scales: [a]\nsteps: [alpha]\n", "`scales:` maps"),
+    ("seeds: 1.5\nsteps: [alpha]\n", "not a list of integers"),
+])
+def test_bad_named_steps_and_seeds_fail_with_the_file(run_cli, test_stages, tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    code, _, err = run_cli("pipeline", str(path))
+    assert code == 1 and message in err and "bad.yaml" in err, err

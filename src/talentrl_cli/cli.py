@@ -178,21 +178,71 @@ def _print_plan(plan: Any) -> None:
 
 
 def pipeline(
-    spec: Annotated[str, typer.Argument(help="A spec file, or the name of a shipped spec (demo).")],
-    until: Annotated[str | None, typer.Option("--until", help="Stop after this stage.")] = None,
-    from_stage: Annotated[str | None, typer.Option("--from-stage", help="Start at this stage; earlier inputs resolve to latest.")] = None,
+    spec: Annotated[str, typer.Argument(help="A spec file, or the name of a shipped spec (demo, paper).")],
+    until: Annotated[str | None, typer.Option("--until", help="Stop after this step (a step's name or stage).")] = None,
+    from_stage: Annotated[str | None, typer.Option("--from-stage", help="Start at this step; earlier inputs resolve to latest.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Rerun every step even when reusable.")] = False,
     overrides: OverridesArg = None,
 ) -> None:
-    """Run the stages listed in a pipeline spec, wiring each stage's inputs to earlier outputs."""
-    from talentrl_cli.pipeline import load_spec, run_pipeline
+    """Run the steps of a pipeline spec (once per seed), wiring each step's inputs to earlier
+    outputs; a rerun reuses what is published. With eval steps, the comparison table of their
+    arms goes to <root>/reports/<spec>[-<scale>]/ (report.md, comparison.png)."""
+    from talentrl_cli.comparison import arms_from_pipeline, pipeline_report_dir, write_report
+    from talentrl_cli.pipeline import load_spec, run_pipeline, spec_params
     from talentrl_cli.report import print_pipeline_summary
 
     store = _store()
-    results = run_pipeline(load_spec(spec), store, extra=overrides or [], from_stage=from_stage,
-                           until=until, force=force, log=_stderr)
+    loaded, extra = spec_params(load_spec(spec), overrides or [])
+    results = run_pipeline(loaded, store, extra=extra, from_stage=from_stage, until=until, force=force, log=_stderr)
     print_pipeline_summary(results, store.root)
-    print(results[-1].artifact.ref)
+    arms = arms_from_pipeline(results)
+    if arms:
+        written = write_report(arms, store, pipeline_report_dir(store.root, loaded, extra))
+        _stderr(f"comparison: {written[0]}  ({written[-1].name})")
+    print(results[-1].result.artifact.ref)
+
+
+def report(
+    items: Annotated[list[str] | None, typer.Argument(
+        help="Eval refs (eval:v3 eval:latest); with --pipeline, the pipeline's overrides.")] = None,
+    pipeline_spec: Annotated[str | None, typer.Option(
+        "--pipeline", help="Report the eval steps a run of this spec published (nothing runs).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for report.md and comparison.png.")] = None,
+) -> None:
+    """The paper-style comparison of eval artifacts: EM, F1, success (bootstrap CIs), routing
+    accuracy, SFT - zero-shot and RL - SFT deltas found from lineage, each row's lineage."""
+    from talentrl_cli.comparison import (
+        arms_from_pipeline,
+        arms_of,
+        pipeline_report_dir,
+        write_report,
+    )
+    from talentrl_cli.errors import ConfigError
+
+    store = _store()
+    if pipeline_spec:
+        from talentrl_cli.pipeline import load_spec, run_pipeline, spec_params
+
+        loaded, extra = spec_params(load_spec(pipeline_spec), items or [])
+        results = run_pipeline(loaded, store, extra=extra, dry_run=True)
+        missing = [r.label for r in results if r.result is None and r.step.stage == "eval"]
+        if missing:
+            _stderr(f"not run yet (left out): {', '.join(missing)}")
+        arms = arms_from_pipeline(results)
+        folder = out or pipeline_report_dir(store.root, loaded, extra)
+    else:
+        arms = []
+        for ref in items or []:
+            artifact = store.resolve_verified(ref)
+            if artifact.stage != "eval":
+                raise ConfigError(f"{ref} is a {artifact.stage} artifact", "talentrl report reads eval artifacts")
+            arms += arms_of(artifact)
+        folder = out or store.root / "reports" / "adhoc"
+    if not arms:
+        raise ConfigError("nothing to report: no eval artifacts", "pass eval refs, or --pipeline SPEC after running it")
+    written = write_report(arms, store, folder)
+    _stderr(f"comparison: {written[0]}  ({written[-1].name})")
+    print(written[0])
 
 
 # -- artifacts --------------------------------------------------------------------------------
@@ -309,7 +359,10 @@ def build_app() -> typer.Typer:
             app.add_typer(_stage_group(stage, STAGE_SUBCOMMANDS[stage.name]), name=stage.name)
         else:
             app.command(stage.name, epilog=f"Example: {stage.example}")(_stage_command(stage))
-    app.command(epilog="Example: talentrl pipeline stages/demo.yaml --until index model=tiny")(pipeline)
+    app.command(epilog="Example: talentrl pipeline stages/demo.yaml --until index model=tiny\n\n"
+                "talentrl pipeline paper paper.scale=cpu paper.seeds=[0,1,2]")(pipeline)
+    app.command(epilog="Example: talentrl report eval:v3 eval:v5 --out reports/sft\n\n"
+                "talentrl report --pipeline paper paper.seeds=[0,1,2]")(report)
     app.add_typer(artifacts_app, name="artifacts")
     app.add_typer(config_app, name="config")
     app.add_typer(envs_app, name="envs")

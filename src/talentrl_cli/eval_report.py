@@ -65,7 +65,7 @@ def _transfer_groups(unseen: Sequence[str]) -> dict[str, Any]:
 def _em(rows: list[dict[str, Any]], keep: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
     from talentrl_cli.metrics import bootstrap_ci
 
-    ems = [_scores(r)["em"] for r in rows if keep(r)]
+    ems = [row_scores(r)["em"] for r in rows if keep(r)]
     return {"n": len(ems), "em": [round(v, 4) for v in bootstrap_ci(ems, n_resamples=n_bootstrap, seed=seed)]}
 
 
@@ -76,13 +76,18 @@ def paired_difference(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
     interval is far tighter than two independent CIs when most tasks agree."""
     from talentrl_cli.metrics import bootstrap_ci
 
-    em_b = {r["task_id"]: _scores(r)["em"] for r in rows_b}
-    diffs = [_scores(r)["em"] - em_b[r["task_id"]] for r in rows_a
-             if r["task_id"] in em_b and (keep is None or keep(r))]
+    diffs = paired_diffs(rows_a, rows_b, keep)
     return {"n": len(diffs), "em": [round(v, 4) for v in bootstrap_ci(diffs, n_resamples=n_bootstrap, seed=seed)]}
 
 
-def _scores(row: dict[str, Any]) -> dict[str, float]:
+def paired_diffs(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], keep: Any = None) -> list[float]:
+    """EM(a) - EM(b) per task both ran (rows of a kept by `keep`), in a's order."""
+    em_b = {r["task_id"]: row_scores(r)["em"] for r in rows_b}
+    return [row_scores(r)["em"] - em_b[r["task_id"]] for r in rows_a
+            if r["task_id"] in em_b and (keep is None or keep(r))]
+
+
+def row_scores(row: dict[str, Any]) -> dict[str, float]:
     em = float(row["scores"].get("em", row["reward"]))
     return {"em": em, "f1": float(row["scores"].get("f1", em)), "success": float(row["reward"] >= 1.0)}
 
@@ -90,7 +95,7 @@ def _scores(row: dict[str, Any]) -> dict[str, float]:
 def _mode_metrics(rows: list[dict[str, Any]], mapping: dict[str, str], n_bootstrap: int, seed: int) -> dict[str, Any]:
     from talentrl_cli.metrics import bootstrap_ci
 
-    scores = [_scores(r) for r in rows]
+    scores = [row_scores(r) for r in rows]
     out: dict[str, Any] = {k: [round(v, 4) for v in bootstrap_ci([s[k] for s in scores], n_resamples=n_bootstrap,
                                                                  seed=seed)] for k in SCORES}
     out["n"] = len(rows)

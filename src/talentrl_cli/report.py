@@ -167,30 +167,34 @@ def stage_done_line(result: Any) -> str:
 
 
 def print_pipeline_summary(results: list[Any], root: Any) -> None:
-    """Each step's ref, whether it ran, its wall time and headline metrics; then where the
-    artifacts, reports and plots are, and how to run `talentrl` directly."""
+    """Each step's name (and seed), ref, whether it ran, its wall time and headline metrics;
+    then where the artifacts, reports and plots are, and how to run `talentrl` directly.
+    `results`: the pipeline's `PipelineResult`s."""
     from talentrl_cli.progress import stderr_console
 
     err = stderr_console()
-    table = Table("stage", "ref", "status", "time", "key metrics", title="pipeline summary",
-                  caption=f"total {duration(sum(r.seconds for r in results))}", title_justify="left")
-    for r in results:
-        table.add_row(r.plan.stage.name, r.artifact.ref, "reused" if r.reused else "ran",
-                      duration(r.seconds), headline(r) or "-")
+    done = [p for p in results if p.result is not None]
+    table = Table("step", "ref", "status", "time", "key metrics", title="pipeline summary",
+                  caption=f"total {duration(sum(p.result.seconds for p in done))}", title_justify="left")
+    for p in done:
+        r = p.result
+        table.add_row(p.label, r.artifact.ref, "reused" if r.reused else "ran", duration(r.seconds),
+                      headline(r) or "-")
     err.print(table)
     err.print(f"artifacts root: {_short_path(root)}")
-    for line in _output_lines(results):
+    for line in _output_lines([p.result for p in done]):
         err.print(line)
     err.print(cli_hint())
 
 
 def _output_lines(results: list[Any]) -> list[str]:
     """`<ref>: <folder>` with its report.md and PNG plots, the last step first (the eval)."""
-    lines = []
+    lines, shown = [], set()
     for r in reversed(results):
         path = r.artifact.path
         reports, plots = [p for p in [path / "report.md"] if p.is_file()], sorted(path.glob("*.png"))
-        if r is results[-1] or reports or plots:
+        if (r is results[-1] or reports or plots) and path not in shown:
+            shown.add(path)
             lines.append(f"{r.artifact.ref}: {_short_path(path)}")
             lines += [f"  report: {_short_path(p)}" for p in reports]
             lines += [f"  plot:   {_short_path(p)}" for p in plots]
