@@ -233,3 +233,27 @@ def test_bad_named_steps_and_seeds_fail_with_the_file(run_cli, test_stages, tmp_
     path.write_text(text)
     code, _, err = run_cli("pipeline", str(path))
     assert code == 1 and message in err and "bad.yaml" in err, err
+
+
+def _rollouts_per_task(rl) -> int | str:
+    """The nominal rollout budget of one task: interventions counted, exhaustive = K talents."""
+    if rl.routing_estimator == "exhaustive":
+        return "K"
+    matched = rl.routing_credit == "matched" and str(rl.talents) == "on"
+    return int(rl.group_size) * (1 + (int(rl.interventions) if matched else 0))
+
+
+@pytest.mark.parametrize("scale", ["cpu", "gpu"])
+def test_paper_spec_gives_every_rl_arm_the_same_rollout_budget(scale):
+    from talentrl_cli.config import compose
+    from talentrl_cli.pipeline import load_spec, with_params
+
+    spec = with_params(load_spec("paper"), scale=scale, where="test")
+    rl_steps = [s for s in spec.steps if s.stage == "rl"]
+    budgets = {s.name: _rollouts_per_task(compose([*spec.overrides, *spec.scales[scale], *s.overrides]).rl)
+               for s in rl_steps}
+    assert budgets == {"rl_search_r1": 8, "rl_skillbank": 8, "rl_terminal": 8, "rl_talentrl": 8, "rl_exhaustive": "K"}
+    evals = [s for s in spec.steps if s.stage == "eval"]
+    assert [s.name for s in evals] == ["zero_shot", "flat_sft", "talent_sft", "search_r1_grpo", "skillbank_grpo",
+                                       "grpo_terminal", "talentrl", "talentrl_exhaustive"]
+    assert all(s.shared for s in spec.steps if s.stage in ("mine", "index"))

@@ -84,6 +84,19 @@ class Collected:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def credit_of(out: Collected) -> adv.Credit:
+    """The estimators' input from a step's rollouts: rewards, groups, intervention rewards
+    (masked where a rollout has fewer), pi_route(t_i | x)."""
+    m = max((len(x) for x in out.interventions), default=0)
+    baseline = np.zeros((len(out.episodes), m))
+    present = np.zeros((len(out.episodes), m))
+    for j, eps in enumerate(out.interventions):
+        for k, ep in enumerate(eps):
+            baseline[j, k], present[j, k] = ep.reward, 1.0
+    return adv.Credit(rewards=[ep.reward for ep in out.episodes], group=out.group, baseline=baseline,
+                      baseline_mask=present, probs=out.probs)
+
+
 class Trainer:
     def __init__(self, cfg: Any, model: Any, tokenizer: Any, agent: Any, tasks: Sequence[Any], accelerator: Any,
                  strategy_of: dict[str, str] | None = None):
@@ -212,14 +225,7 @@ class Trainer:
         return self.agent.run(episodes, rollout)
 
     def _credit(self, out: Collected) -> None:
-        m = max((len(x) for x in out.interventions), default=0)
-        baseline = np.zeros((len(out.episodes), m))
-        present = np.zeros((len(out.episodes), m))
-        for j, eps in enumerate(out.interventions):
-            for k, ep in enumerate(eps):
-                baseline[j, k], present[j, k] = ep.reward, 1.0
-        credit = adv.Credit(rewards=[ep.reward for ep in out.episodes], group=out.group, baseline=baseline,
-                            baseline_mask=present, probs=out.probs)
+        credit = credit_of(out)
         out.a_exec = adv.EXECUTION.get(str(self.rl.exec_estimator))(credit)
         out.a_route = (adv.ROUTING.get(routing_key(self.rl))(credit, out.a_exec) if self.talents_on
                        else np.zeros(len(out.episodes)))
