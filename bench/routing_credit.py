@@ -139,7 +139,7 @@ def main() -> None:
 def print_table(results: dict, noises: list[float], args) -> None:
     print(f"\nrouting-gradient quality over {args.repeats} repeats; steps until pi(best) >= 0.9 "
           f"(max {args.max_steps}, lr {LR})\n")
-    print(f"| estimator | noise | rollouts/task | cosine | rel. MSE | rel. bias (noise floor) | steps to 0.9 |")
+    print("| estimator | noise | rollouts/task | cosine | rel. MSE | rel. bias (noise floor) | steps to 0.9 |")
     print("|---|---|---|---|---|---|---|")
     for (name, noise), r in results.items():
         steps = str(r["steps"]) if r["steps"] is not None else f">{args.max_steps}"
