@@ -257,3 +257,21 @@ def test_paper_spec_gives_every_rl_arm_the_same_rollout_budget(scale):
     assert [s.name for s in evals] == ["zero_shot", "flat_sft", "talent_sft", "search_r1_grpo", "skillbank_grpo",
                                        "grpo_terminal", "talentrl", "talentrl_exhaustive"]
     assert all(s.shared for s in spec.steps if s.stage in ("mine", "index"))
+
+
+def test_paper_pipeline_runs_every_arm_writes_one_table_and_resumes(run_cli):
+    code, out, err = run_cli("pipeline", "paper", "paper.scale=smoke")
+    assert code == 0, err
+    report = (run_cli.root / "reports" / "paper-smoke" / "report.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in report.splitlines() if line.startswith("| ")}
+    arms = ["zero_shot", "flat_sft", "talent_sft", "search_r1_grpo", "skillbank_grpo", "grpo_terminal",
+            "talentrl", "talentrl_exhaustive"]
+    assert [r for r in rows if r not in ("arm", "---")] == arms
+    assert "SFT - zero-shot" in rows["talent_sft"] and "SFT - zero-shot" in rows["flat_sft"]
+    for arm in ("skillbank_grpo", "grpo_terminal", "talentrl", "talentrl_exhaustive"):
+        assert "RL - SFT" in rows[arm], rows[arm]
+    assert "| talentrl | 0 | 2 |" in rows["talentrl"]
+    code, out, err = run_cli("pipeline", "paper", "paper.scale=smoke")  # a rerun resumes: nothing runs again
+    assert code == 0 and err.count(" reused ") == 18 and " ran " not in err
+    code, out, err = run_cli("report", "--pipeline", "paper", "paper.scale=smoke", "--out", str(run_cli.root / "r"))
+    assert code == 0 and (run_cli.root / "r" / "report.md").read_text().count("| talentrl") == 2

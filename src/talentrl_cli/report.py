@@ -166,6 +166,9 @@ def stage_done_line(result: Any) -> str:
     return f"{result.artifact.ref} {verb} in {duration(result.seconds)}" + (f" ({key})" if key else "")
 
 
+MAX_OUTPUT_LINES = 12
+
+
 def print_pipeline_summary(results: list[Any], root: Any) -> None:
     """Each step's name (and seed), ref, whether it ran, its wall time and headline metrics;
     then where the artifacts, reports and plots are, and how to run `talentrl` directly.
@@ -182,8 +185,12 @@ def print_pipeline_summary(results: list[Any], root: Any) -> None:
                       headline(r) or "-")
     err.print(table)
     err.print(f"artifacts root: {_short_path(root)}")
-    for line in _output_lines([p.result for p in done]):
+    outputs = _output_lines([p.result for p in done])
+    for line in outputs[:MAX_OUTPUT_LINES]:
         err.print(line)
+    if len(outputs) > MAX_OUTPUT_LINES:  # a long pipeline (paper.yaml): its table is the comparison report
+        err.print(f"  ... and {len(outputs) - MAX_OUTPUT_LINES} more lines of earlier steps' reports "
+                  "(talentrl artifacts list)")
     err.print(cli_hint())
 
 
