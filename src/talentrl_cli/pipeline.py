@@ -252,8 +252,9 @@ def run_pipeline(spec: PipelineSpec, store: ArtifactStore, *, extra: Sequence[st
             if step.shared and step.name in shared:
                 done = shared[step.name]
             else:
-                seeded = [] if seed is None or step.shared else [f"seed={seed}"]
-                done = _run_step(step, seed, [*base, *seeded, *step.overrides], published, store, extra,
+                own = None if step.shared else seed
+                seeded = [] if own is None else [f"seed={own}"]
+                done = _run_step(step, own, [*base, *seeded, *step.overrides], published, store, extra,
                                  force=force, dry_run=dry_run, log=log)
                 results.append(done)
                 if step.shared:
