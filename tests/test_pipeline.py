@@ -221,7 +221,8 @@ def test_spec_parameters_come_from_the_command_line_under_the_specs_name(run_cli
     assert "from_seeded (seed 5)" in err
     for bad, message in (("grid.scale=huge", "scale 'huge' is not defined"),
                          ("grid.seeds=[a]", "is not a list of integers"),
-                         ("grid.steps=3", "unknown pipeline parameter 'grid.steps'")):
+                         ("grid.steps=3", "unknown pipeline parameter 'grid.steps'"),
+                         ("seed=4", "set the seed list instead: grid.seeds=[0,1,2]")):
         code, _, err = run_cli("pipeline", str(seeded_spec), bad)
         assert code == 1 and message in err, err
 

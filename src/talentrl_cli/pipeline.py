@@ -163,7 +163,11 @@ def spec_params(spec: PipelineSpec, extra: Sequence[str]) -> tuple[PipelineSpec,
             raise ConfigError(f"unknown pipeline parameter {key!r}",
                               f"{prefix}seeds=[0,1,2] and {prefix}scale=NAME are the spec's parameters")
         found[param] = yaml.safe_load(value)
-    return with_params(spec, **found, where="command line") if found else spec, rest
+    spec = with_params(spec, **found, where="command line") if found else spec
+    if spec.seeds and any(item.startswith("seed=") for item in rest):
+        raise ConfigError(f"seed= would give every seed of {spec.path.name} the same seed",
+                          f"set the seed list instead: {prefix}seeds=[0,1,2]")
+    return spec, rest
 
 
 def fallback_overrides(spec: PipelineSpec, log: Callable[[str], None] | None = None) -> list[str]:
