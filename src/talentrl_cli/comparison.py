@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from talentrl_cli.errors import ArtifactError
 from talentrl_cli.eval_report import SCORES, command_line, paired_diffs, row_scores
 
 
@@ -77,7 +78,7 @@ def build(arms: list[Arm], store: Any, n_bootstrap: int = 1000) -> dict[str, Any
                                                            n_resamples=n_bootstrap)]
         routing = [a.metrics["routing_accuracy"][0] for a in group if "routing_accuracy" in a.metrics]
         entry["routing_accuracy"] = round(sum(routing) / len(routing), 4) if routing else None
-        entry["delta"] = _delta(group, arms, n_bootstrap)
+        entry["delta"] = _delta(group, arms, store, n_bootstrap)
         entry["lineage"] = [lineage_line(a.artifact, store) for a in group]
         table.append(entry)
     return {"command": command_line(), "arms": table,
@@ -90,13 +91,13 @@ def _eval_command(artifact: Any) -> str:
     return json.loads(artifact.file("metrics.json").read_text()).get("command", "")
 
 
-def _delta(group: list[Arm], arms: list[Arm], n_bootstrap: int) -> dict[str, Any] | None:
+def _delta(group: list[Arm], arms: list[Arm], store: Any, n_bootstrap: int) -> dict[str, Any] | None:
     """This arm against its lineage parent (per seed), pooled: SFT - zero-shot or RL - SFT."""
     from talentrl_cli.metrics import bootstrap_ci
 
     kind, diffs, per_seed, against = None, [], [], set()
     for arm in group:
-        found = parent(arm, arms)
+        found = parent(arm, arms, store)
         if found is None:
             continue
         kind, base = found
@@ -113,7 +114,7 @@ def _delta(group: list[Arm], arms: list[Arm], n_bootstrap: int) -> dict[str, Any
     return out
 
 
-def parent(arm: Arm, arms: list[Arm]) -> tuple[str, Arm] | None:
+def parent(arm: Arm, arms: list[Arm], store: Any) -> tuple[str, Arm] | None:
     """(kind, the arm it is compared with): the base model's zero-shot arm for an SFT policy,
     the arm of the rl run's input model for an RL policy; same seed."""
     policy = arm.policy
@@ -123,19 +124,18 @@ def parent(arm: Arm, arms: list[Arm]) -> tuple[str, Arm] | None:
     if policy["stage"] == "sft":
         base = [a for a in same_seed if a.policy is None and a.mode.split("@")[0] == "zero_shot"]
         return ("SFT - zero-shot", base[0]) if base else None
-    source = _input_model(policy)
+    source = _input_model(policy, store)
     candidates = [a for a in same_seed if a.policy and source and a.policy.get("digest") == source.get("digest")]
     candidates.sort(key=lambda a: a.mode != arm.mode)  # the same eval mode first
     return ("RL - SFT", candidates[0]) if candidates else None
 
 
-def _input_model(record: dict[str, Any]) -> dict[str, Any] | None:
-    import json
-
-    manifest = Path(record["path"]) / "manifest.json"
-    if not manifest.is_file():
+def _input_model(record: dict[str, Any], store: Any) -> dict[str, Any] | None:
+    """The model input of the artifact `record` names (by ref: the store may have moved)."""
+    try:
+        return store.resolve(record["ref"]).manifest.get("inputs", {}).get("model")
+    except ArtifactError:  # a deleted artifact has no lineage to follow
         return None
-    return json.loads(manifest.read_text()).get("inputs", {}).get("model")
 
 
 def lineage_line(artifact: Any, store: Any) -> str:
@@ -145,7 +145,7 @@ def lineage_line(artifact: Any, store: Any) -> str:
     while record:
         try:
             current = store.resolve(record["ref"])
-        except Exception:  # noqa: BLE001 - a deleted input still names its ref
+        except ArtifactError:  # a deleted input still names its ref
             parts.append(f"{record['ref']} (missing)")
             break
         parts.append(f"{current.ref} [{current.manifest['config_hash'][:8]}]")
