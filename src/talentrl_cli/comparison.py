@@ -245,8 +245,9 @@ def print_table(table: dict[str, Any]) -> None:
 
     from talentrl_cli.progress import stderr_console
 
-    out = Table("arm", "seeds", "EM", "F1", "success", "routing", "delta", title="comparison (95% CI)",
-                title_justify="left")
+    out = Table(title="comparison (EM, F1, success %; 95% CI)", title_justify="left")
+    for name in ("arm", "seeds", "EM", "F1", "success", "routing", "delta"):
+        out.add_column(name, no_wrap=name in ("arm", "delta"))
     for e in table["arms"]:
         d = e["delta"]
         route = f"{100 * e['routing_accuracy']:.1f}" if e["routing_accuracy"] is not None else "-"
