@@ -185,8 +185,8 @@ def pipeline(
     overrides: OverridesArg = None,
 ) -> None:
     """Run the steps of a pipeline spec (once per seed), wiring each step's inputs to earlier
-    outputs; a rerun reuses what is published. With eval steps, the comparison table of their
-    arms goes to <root>/reports/<spec>[-<scale>]/ (report.md, comparison.png)."""
+    outputs; a rerun reuses what is published. With two eval steps or more, the comparison table
+    of their arms goes to <root>/reports/<spec>[-<scale>]/ (report.md, comparison.png)."""
     from talentrl_cli.comparison import arms_from_pipeline, pipeline_report_dir, write_report
     from talentrl_cli.pipeline import load_spec, run_pipeline, spec_params
     from talentrl_cli.report import print_pipeline_summary
@@ -194,11 +194,10 @@ def pipeline(
     store = _store()
     loaded, extra = spec_params(load_spec(spec), overrides or [])
     results = run_pipeline(loaded, store, extra=extra, from_stage=from_stage, until=until, force=force, log=_stderr)
-    print_pipeline_summary(results, store.root)
-    arms = arms_from_pipeline(results)
-    if arms:
-        written = write_report(arms, store, pipeline_report_dir(store.root, loaded, extra))
+    if sum(r.step.stage == "eval" for r in results) > 1:  # one eval's own table says it all
+        written = write_report(arms_from_pipeline(results), store, pipeline_report_dir(store.root, loaded, extra))
         _stderr(f"comparison: {written[0]}  ({written[-1].name})")
+    print_pipeline_summary(results, store.root)
     print(results[-1].result.artifact.ref)
 
 
