@@ -31,7 +31,19 @@ def test_matched_credit_is_the_intervention_contrast_over_the_batch_std():
     credit = Credit(rewards=[1, 0, 1, 0], group=[0, 0, 1, 1], baseline=[[0, 1], [0, 0], [1, 1], [1, 0]])
     raw = ROUTING.get("matched")(credit, scale=False)
     np.testing.assert_allclose(raw, [0.5, 0.0, 0.0, -0.5])
-    np.testing.assert_allclose(ROUTING.get("matched")(credit), [2 ** 0.5, 0, 0, -(2 ** 0.5)], atol=1e-5)
+    np.testing.assert_allclose(ROUTING.get("matched")(credit, scale_by="contrast"), [2 ** 0.5, 0, 0, -(2 ** 0.5)],
+                               atol=1e-5)
+    np.testing.assert_allclose(ROUTING.get("matched")(credit), [1.0, 0, 0, -1.0], atol=1e-5)  # reward std 0.5
+
+
+def test_reward_scale_keeps_a_lone_contrast_at_its_size_and_contrast_scale_inflates_it():
+    rewards = [1.0] + [0.0] * 15
+    credit = Credit(rewards=rewards, group=[0] * 16, baseline=[[0.0]] + [[r] for r in rewards[1:]])
+    contrast = ROUTING.get("matched")(credit, scale_by="contrast")
+    assert contrast[0] == pytest.approx(16 / 15 ** 0.5, rel=1e-4)  # 1 / std([1, 0 x 15]) = 4.13
+    assert ROUTING.get("matched")(credit)[0] == pytest.approx(1 / np.std(rewards), rel=1e-4)
+    credit = Credit(rewards=[0.0, 0.0], group=[0, 0], baseline=[[0.0], [0.0]])
+    np.testing.assert_allclose(ROUTING.get("matched")(credit), [0.0, 0.0])  # no spread: nothing to divide
 
 
 def test_matched_credit_averages_only_the_interventions_that_ran():

@@ -112,6 +112,7 @@ def test_an_intervention_with_the_sampled_talent_reproduces_its_tokens_at_temper
 @pytest.mark.parametrize(("override", "message"), [
     ("rl.intervention=swapp", "rl.intervention='swapp' is not known"),
     ("rl.routing_credit=final", "rl.routing_credit='final' is not known"),
+    ("rl.route_scale=batch", "rl.route_scale='batch' is not known"),
 ])
 def test_bad_switches_are_config_errors(override, message):
     from talentrl_cli.errors import ConfigError

@@ -227,7 +227,9 @@ class Trainer:
     def _credit(self, out: Collected) -> None:
         credit = credit_of(out)
         out.a_exec = adv.EXECUTION.get(str(self.rl.exec_estimator))(credit)
-        out.a_route = (adv.ROUTING.get(routing_key(self.rl))(credit, out.a_exec) if self.talents_on
+        key = routing_key(self.rl)
+        scale = {"scale_by": str(self.rl.route_scale)} if key == "matched" else {}
+        out.a_route = (adv.ROUTING.get(key)(credit, out.a_exec, **scale) if self.talents_on
                        else np.zeros(len(out.episodes)))
         out.zero_share = adv.zero_advantage_share(credit)
 

@@ -36,7 +36,7 @@ from typing import Any
 from talentrl_cli.stages import Stage, checkpoint_dir, register_stage
 
 SWITCHES = {"intervention": ("swap", "swap_other", "ablate"), "routing_estimator": ("contrast", "exhaustive"),
-            "routing_credit": ("matched", "terminal")}
+            "routing_credit": ("matched", "terminal"), "route_scale": ("reward", "contrast")}
 
 
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
