@@ -13,15 +13,16 @@ every estimator is unit-tested on hand-computed groups and by exact enumeration
 
 One reward scale: the env's reward in [0, 1] (WorldQA: exact match), never reshaped. A_exec
 is a z-score within the task's group; A_route is the raw contrast divided by the standard
-deviation of the step's contrasts, so both are in units of the step's own spread and a
-routing step is about as large as an execution step.
+deviation of the step's rewards (`rl.route_scale=reward`), so both are in units of the
+rewards' spread and a routing step is about as large as an execution step.
 
 - `grpo`: `A_exec_i = (r_i - mean_g r) / (std_g r + eps)`, the sample standard deviation
   (n - 1), as TRL's GRPOTrainer computes it. A group of equal rewards gives 0.
 - `matched`: `A_route_i = r_i - mean_m r'_{i,m}` (the matched-intervention contrast), over
   the step's reward std + eps (`rl.route_scale=reward`; `contrast`: the contrasts' own std,
-  which inflates a step with few nonzero contrasts: `route_scale`). Unbiased when the intervention talent is drawn independently of t_i
-  (`swap`) or is the flat context (`ablate`); `swap_other` is biased (see `rl.group`).
+  which inflates a step with few nonzero contrasts: `route_scale`). Unbiased when the
+  intervention talent is drawn independently of t_i (`swap`) or is the flat context
+  (`ablate`); `swap_other` is biased (see `rl.group`).
 - `exhaustive`: every talent ran once on the task, so the routing loss is the exact expected
   gradient `-sum_t pi(t|x) * stopgrad(r(t) - b)`, `b = sum_t pi(t|x) r(t)`. Its gradient is
   `sum_t pi(t|x) (r(t) - b) grad log pi(t|x)`, so the rollout of talent t carries the weight
@@ -126,8 +127,7 @@ def exhaustive(credit: Credit, a_exec: np.ndarray | None = None, scale: bool = T
 
 
 @ROUTING.register("terminal")
-def terminal(credit: Credit, a_exec: np.ndarray | None = None, scale_by: str = "") -> np.ndarray:
-    """`scale_by` is unused: the talent tokens take A_exec as it is."""
+def terminal(credit: Credit, a_exec: np.ndarray | None = None) -> np.ndarray:
     return grpo(credit) if a_exec is None else np.asarray(a_exec, dtype=np.float64)
 
 
