@@ -36,6 +36,7 @@ class Arm:
     mode: str
     rows: list[dict[str, Any]]
     metrics: dict[str, Any]  # metrics.json's entry for the mode
+    command: str = ""  # the command that made the eval artifact
 
     @property
     def policy(self) -> Any | None:
@@ -59,7 +60,7 @@ def arms_of(artifact: Any, label: str | None = None, seed: int | None = None) ->
     seed = int(artifact.manifest["config"].get("seed", 0)) if seed is None else seed
     several = len(by_mode) > 1
     return [Arm(f"{label} {mode}" if label and several else label or f"{artifact.ref} {mode}", seed, artifact, mode,
-                rows, metrics["modes"].get(mode, {})) for mode, rows in by_mode.items()]
+                rows, metrics["modes"].get(mode, {}), metrics.get("command", "")) for mode, rows in by_mode.items()]
 
 
 def build(arms: list[Arm], store: Any, n_bootstrap: int = 1000) -> dict[str, Any]:
@@ -82,13 +83,7 @@ def build(arms: list[Arm], store: Any, n_bootstrap: int = 1000) -> dict[str, Any
         entry["lineage"] = [lineage_line(a.artifact, store) for a in group]
         table.append(entry)
     return {"command": command_line(), "arms": table,
-            "eval_commands": sorted({_eval_command(a.artifact) for a in arms} - {""})}
-
-
-def _eval_command(artifact: Any) -> str:
-    import json
-
-    return json.loads(artifact.file("metrics.json").read_text()).get("command", "")
+            "eval_commands": sorted({a.command for a in arms} - {""})}
 
 
 def _delta(group: list[Arm], arms: list[Arm], store: Any, n_bootstrap: int) -> dict[str, Any] | None:
