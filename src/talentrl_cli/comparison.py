@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from talentrl_cli.errors import ArtifactError
-from talentrl_cli.eval_report import SCORES, command_line, paired_diffs, row_scores
+from talentrl_cli.eval_report import SCORES, command_line, paired_diffs, percent_cell, row_scores
 
 
 @dataclass
@@ -167,14 +167,18 @@ def t_interval(values: list[float], confidence: float = 0.95) -> tuple[float, fl
 # -- presentation -------------------------------------------------------------------------------
 
 
-def _pct(triple: list[float] | None) -> str:
-    if not triple:
-        return "-"
-    return f"{100 * triple[0]:.1f} [{100 * triple[1]:.1f}, {100 * triple[2]:.1f}]"
-
-
 def _signed(triple: list[float]) -> str:
     return f"{100 * triple[0]:+.1f} [{100 * triple[1]:+.1f}, {100 * triple[2]:+.1f}]"
+
+
+def _cells(e: dict[str, Any]) -> dict[str, str]:
+    """One arm's table cells, shared by report.md and the terminal table."""
+    d = e["delta"]
+    return {"seeds": ",".join(map(str, e["seeds"])), **{k: percent_cell(e[k]) for k in SCORES},
+            "routing": f"{100 * e['routing_accuracy']:.1f}" if e["routing_accuracy"] is not None else "-",
+            "delta": f"{d['kind']}: {_signed(d['em_tasks'])}" if d else "-",
+            "against": ", ".join(d["against"]) if d else "-",
+            "seeds_ci": _signed(d["em_seeds"]) if d and "em_seeds" in d else "-"}
 
 
 def markdown(table: dict[str, Any]) -> str:
@@ -183,13 +187,9 @@ def markdown(table: dict[str, Any]) -> str:
              "| arm | seeds | n | EM | F1 | success | routing acc. | delta | against | delta CI over seeds |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for e in table["arms"]:
-        d = e["delta"]
-        route = f"{100 * e['routing_accuracy']:.1f}" if e["routing_accuracy"] is not None else "-"
-        delta = f"{d['kind']}: {_signed(d['em_tasks'])}" if d else "-"
-        against = ", ".join(d["against"]) if d else "-"
-        seeds_ci = _signed(d["em_seeds"]) if d and "em_seeds" in d else "-"
-        lines.append(f"| {e['arm']} | {','.join(map(str, e['seeds']))} | {e['n']} | {_pct(e['em'])} | "
-                     f"{_pct(e['f1'])} | {_pct(e['success'])} | {route} | {delta} | {against} | {seeds_ci} |")
+        c = _cells(e)
+        lines.append(f"| {e['arm']} | {c['seeds']} | {e['n']} | {c['em']} | {c['f1']} | {c['success']} | "
+                     f"{c['routing']} | {c['delta']} | {c['against']} | {c['seeds_ci']} |")
     lines += ["", "## Lineage", ""]
     lines += [f"- {e['arm']}: " + "; ".join(e["lineage"]) for e in table["arms"]]
     lines += ["", "## Commands", "", f"- this report: `{table['command']}`"]
@@ -244,10 +244,8 @@ def print_table(table: dict[str, Any]) -> None:
     for name in ("arm", "seeds", "EM", "F1", "success", "routing", "delta"):
         out.add_column(name, no_wrap=name in ("arm", "delta"))
     for e in table["arms"]:
-        d = e["delta"]
-        route = f"{100 * e['routing_accuracy']:.1f}" if e["routing_accuracy"] is not None else "-"
-        out.add_row(e["arm"], ",".join(map(str, e["seeds"])), _pct(e["em"]), _pct(e["f1"]), _pct(e["success"]),
-                    route, f"{d['kind']} {_signed(d['em_tasks'])}" if d else "-")
+        c = _cells(e)
+        out.add_row(e["arm"], c["seeds"], c["em"], c["f1"], c["success"], c["routing"], c["delta"])
     stderr_console().print(out)
 
 

@@ -153,7 +153,8 @@ def _share(mode_metrics: dict[str, Any]) -> str:
     return "-" if share is None else f"{100 * share:.0f}%"
 
 
-def _cell(triple: list[float]) -> str:
+def percent_cell(triple: list[float]) -> str:
+    """`35.8 [26.7, 45.0]`: a [mean, low, high] share in %."""
     return f"{100 * triple[0]:.1f} [{100 * triple[1]:.1f}, {100 * triple[2]:.1f}]"
 
 
@@ -164,9 +165,9 @@ def markdown(metrics: dict[str, Any]) -> str:
              f"| mode | {bench} EM | F1 | success | routing acc. | finished | turns | tokens |",
              "|---|---|---|---|---|---|---|---|"]
     for mode, m in metrics["modes"].items():
-        route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
-        lines.append(f"| {mode} | {_cell(m['em'])} | {_cell(m['f1'])} | {_cell(m['success'])} | {route} "
-                     f"| {_share(m)} | {m['mean_turns']} | {m['mean_tokens']} |")
+        route = percent_cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
+        lines.append(f"| {mode} | {percent_cell(m['em'])} | {percent_cell(m['f1'])} | "
+                     f"{percent_cell(m['success'])} | {route} | {_share(m)} | {m['mean_turns']} | {m['mean_tokens']} |")
     lines += ["", "## Per strategy (EM %)", ""]
     strategies = sorted({s for m in metrics["modes"].values() for s in m["by_strategy"]})
     lines += ["| mode | " + " | ".join(strategies) + " |", "|---|" + "---|" * len(strategies)]
@@ -190,7 +191,7 @@ def _transfer_lines(metrics: dict[str, Any]) -> list[str]:
              "| mode | seen | unseen |", "|---|---|---|"]
     for mode, m in metrics["modes"].items():
         t = m.get("transfer", {})
-        lines.append(f"| {mode} | " + " | ".join(f"{_cell(t[g]['em'])} (n={t[g]['n']})" if g in t else "-"
+        lines.append(f"| {mode} | " + " | ".join(f"{percent_cell(t[g]['em'])} (n={t[g]['n']})" if g in t else "-"
                                                for g in ("seen", "unseen")) + " |")
     return lines
 
@@ -285,8 +286,9 @@ def print_table(metrics: dict[str, Any], console: Any = None) -> None:
     for col in ("mode", "EM", "F1", "success", "routing acc.", "finished", "turns", "tokens"):
         table.add_column(col)
     for mode, m in metrics["modes"].items():
-        route = _cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
-        table.add_row(mode, _cell(m["em"]), _cell(m["f1"]), _cell(m["success"]), route, _share(m),
+        route = percent_cell(m["routing_accuracy"]) if "routing_accuracy" in m else "-"
+        table.add_row(mode, percent_cell(m["em"]), percent_cell(m["f1"]), percent_cell(m["success"]), route,
+                      _share(m),
                       str(m["mean_turns"]), str(m["mean_tokens"]))
     (console or Console(stderr=True, width=max(100, Console(stderr=True).width))).print(table)
 
