@@ -58,9 +58,13 @@ def arms_of(artifact: Any, label: str | None = None, seed: int | None = None) ->
     for row in read_jsonl(artifact.file("results.jsonl")):
         by_mode[row["mode"]].append(row)
     seed = int(artifact.manifest["config"].get("seed", 0)) if seed is None else seed
-    several = len(by_mode) > 1
-    return [Arm(f"{label} {mode}" if label and several else label or f"{artifact.ref} {mode}", seed, artifact, mode,
-                rows, metrics["modes"].get(mode, {}), metrics.get("command", "")) for mode, rows in by_mode.items()]
+    def name(mode: str) -> str:
+        if not label:
+            return f"{artifact.ref} {mode}"
+        return f"{label} {mode}" if len(by_mode) > 1 else label
+
+    return [Arm(name(mode), seed, artifact, mode, rows, metrics["modes"].get(mode, {}), metrics.get("command", ""))
+            for mode, rows in by_mode.items()]
 
 
 def build(arms: list[Arm], store: Any, n_bootstrap: int = 1000) -> dict[str, Any]:
