@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from talentrl_cli.errors import DataError
+from talentrl_cli.errors import ConfigError, DataError
 from talentrl_cli.jsonl import ReadStats, write_jsonl
 from talentrl_cli.mining.evaluation import agreement
 from talentrl_cli.mining.keywords import Keywords
@@ -49,7 +49,7 @@ def mine(trajectories: list[Trajectory], cfg: Any, out_dir: Path) -> MineResult:
                         f"{len(trajectories)} successful trajectories",
                         "lower mine.min_support or add trajectories")
     skill_vectors = embedder.encode([s.text() for s in extraction.skills])
-    extraction = merge_near_duplicates(extraction, skill_vectors, float(mine_cfg.merge_cosine))
+    extraction = merge_near_duplicates(extraction, skill_vectors, merge_threshold(mine_cfg))
     _refresh_sources(extraction, trajectories)
     task_vectors = embedder.encode([t.task.question for t in trajectories])
     fit = discover_talents(extraction.usage, task_vectors, mine_cfg, seed)
@@ -59,6 +59,25 @@ def mine(trajectories: list[Trajectory], cfg: Any, out_dir: Path) -> MineResult:
                         embed_stats=vars(embedder.stats) if hasattr(embedder, "stats") else {})
     write_outputs(out_dir, result)
     return result
+
+
+def merge_threshold(mine_cfg: Any) -> float:
+    """`mine.merge_cosine`, with `auto`: no merging for `template` skills, 0.95 otherwise.
+
+    Template skills are distinct action patterns by construction, and their texts embed close
+    whenever the patterns share words: at 0.95 WorldQA's bridge procedure (search, search the
+    found entity, finish) merged into the single-hop one (search, finish), and talent purity
+    against gold strategies fell from 0.853 to 0.766 (`talentrl pipeline paper --until mine`).
+    Free-text (`llm`) skills do restate one procedure in different words; those are merged.
+    """
+    value = mine_cfg.merge_cosine
+    if str(value) == "auto":
+        return 1.0 if str(mine_cfg.extractor) == "template" else 0.95
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"mine.merge_cosine={value!r} is not a number",
+                          "use a cosine in [0, 1] (1 disables merging) or auto") from None
 
 
 def _writer(mine_cfg: Any) -> Any:
