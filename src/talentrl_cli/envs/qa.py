@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from talentrl_cli.embedding import Embedder
 from talentrl_cli.envs.base import ENVS
 from talentrl_cli.envs.react_env import SearchEnvironment
 from talentrl_cli.envs.search import Passage, SearchTool
+from talentrl_cli.envs.settings import settings_from_cfg
 from talentrl_cli.errors import ConfigError
 from talentrl_cli.jsonl import RecordError, iter_jsonl
 from talentrl_cli.schema import Task
@@ -76,15 +77,7 @@ class QASettings:
 
     @classmethod
     def from_cfg(cls, cfg: Any) -> QASettings:
-        values = _to_dict(cfg)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown key(s) env.{', env.'.join(unknown)} for env=qa",
-                f"known keys: {', '.join(sorted(known))}",
-            )
-        settings = cls(**{k: v for k, v in values.items() if v is not None})
+        settings = settings_from_cfg(cls, cfg, "qa")
         settings.validate()
         return settings
 
@@ -103,22 +96,6 @@ class QASettings:
                 f"env.split_fractions needs non-negative weights for {', '.join(SPLITS)}, "
                 f"got {self.split_fractions}"
             )
-
-
-def _to_dict(cfg: Any) -> dict[str, Any]:
-    from omegaconf import DictConfig, OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if cfg is None:
-        return {}
-    if not isinstance(cfg, DictConfig):
-        return dict(cfg)
-    try:
-        return OmegaConf.to_container(cfg, resolve=True)
-    except OmegaConfBaseException as err:  # e.g. `${embedder}` in an env section cut from its root
-        raise ConfigError(
-            f"env config for env=qa does not resolve: {err}".splitlines()[0]
-        ) from None
 
 
 def _existing_file(value: str, key: str) -> Path:

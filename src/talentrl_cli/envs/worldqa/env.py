@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 from talentrl_cli.envs.base import ENVS
 from talentrl_cli.envs.react_env import SearchEnvironment
 from talentrl_cli.envs.search import Passage, SearchTool
+from talentrl_cli.envs.settings import settings_from_cfg
 from talentrl_cli.envs.worldqa.corpus import Document, build_corpus
 from talentrl_cli.envs.worldqa.expert import Expert
 from talentrl_cli.envs.worldqa.questions import generate_tasks
@@ -64,13 +65,7 @@ class WorldQASettings:
 
     @classmethod
     def from_cfg(cls, cfg: Any, seed: int = 0) -> WorldQASettings:
-        values = _to_dict(cfg)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown key(s) env.{', env.'.join(unknown)} for env=worldqa",
-                              f"known keys: {', '.join(sorted(known))}")
-        settings = cls(**{k: v for k, v in values.items() if v is not None})
+        settings = settings_from_cfg(cls, cfg, "worldqa")
         settings.seed = int(seed if settings.seed is None else settings.seed)
         settings.validate()
         return settings
@@ -92,16 +87,6 @@ class WorldQASettings:
     def fractions(self) -> tuple[tuple[str, float], ...]:
         total = sum(self.split_fractions.values())
         return tuple((s, float(self.split_fractions[s]) / total) for s in SPLITS)
-
-
-def _to_dict(cfg: Any) -> dict[str, Any]:
-    if cfg is None:
-        return {}
-    from omegaconf import DictConfig, OmegaConf
-
-    if isinstance(cfg, DictConfig):
-        return OmegaConf.to_container(cfg, resolve=True)
-    return dict(cfg)
 
 
 # -- shared, cached state --------------------------------------------------------------------
