@@ -62,7 +62,7 @@ class Agent:
         menu = list(self.talents.values())
         tok, tools = self.backend.tokenizer, self.env.describe_tools()
         return [start_episode(tok, task, self.talents.get(name) if name else None, sk, menu if name else None,
-                              rollout=i, tools=tools)
+                              rollout=i, tools=tools, action_format=self.env.action_format)
                 for task, name, sk, i in zip(tasks, names, found, rollouts, strict=True)]
 
     def run(self, episodes: Sequence[Any], cfg: Any) -> list[Any]:

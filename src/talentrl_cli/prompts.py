@@ -37,7 +37,18 @@ from typing import Any
 SYSTEM_PROMPT = "Pick a talent (a strategy), then solve the task with tools."
 FLAT_SYSTEM_PROMPT = "Solve the task with tools."
 ROUTE_INSTRUCTION = "Reply <talent>NAME</talent>."
-ACT_INSTRUCTION = "Each turn: Thought: ... Action: tool[argument]."
+ACTION_FORMAT = "tool[argument]"  # `Environment.action_format`; a game env takes a plain command
+
+
+def act_instruction(action_format: str = ACTION_FORMAT) -> str:
+    return f"Each turn: Thought: ... Action: {action_format}."
+
+
+def first_observation(task: Any) -> str:
+    """What the environment shows before the first action, beyond the task text (a game's
+    opening room, ALFWorld's "You are in the middle of a room..."): `task.meta`'s
+    `initial_observation`, empty for QA."""
+    return str((getattr(task, "meta", None) or {}).get("initial_observation") or "")
 
 # ChatML, as the tiny model, SmolLM2 and Qwen2.5 render a conversation that opens with a
 # system message; the training variant marks the assistant spans (content and <|im_end|>).
@@ -79,10 +90,12 @@ def routing_messages(task: str, talents: Sequence[Any]) -> list[dict[str, str]]:
 
 
 def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str = "",
-                      demonstration: str = "") -> str:
+                      demonstration: str = "", action_format: str = ACTION_FORMAT,
+                      observation: str = "") -> str:
     """The execution turn's user message: the task (None when the routing turn already shows
     it), the environment's tools (`env.describe_tools()`), the talent's demonstration (see
-    `demonstration`) and the skills (unless none)."""
+    `demonstration`), the skills (unless none), the turn format and the first observation
+    (see `first_observation`; none for QA)."""
     parts = [f"Task: {task.strip()}"] if task is not None else []
     if tools.strip():
         parts.append(f"Tools: {tools.strip()}")
@@ -91,13 +104,16 @@ def execution_context(task: str | None, skills: Sequence[Any] | None, tools: str
     if skills:
         # bullets, not numbers: a list number would read as a value (and 2 is a gold answer)
         parts.append("Skills:\n" + "\n".join(f"- {render_skill(s)}" for s in skills))
-    parts.append(ACT_INSTRUCTION)
+    parts.append(act_instruction(action_format))
+    if observation.strip():
+        parts.append(format_observation(observation))
     return "\n".join(parts)
 
 
 def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | None,
                        history: Sequence[Any] = (), talents: Sequence[Any] | None = None,
-                       observe_last: bool = True, tools: str = "", hide: Sequence[str] = ()) -> list[dict[str, str]]:
+                       observe_last: bool = True, tools: str = "", hide: Sequence[str] = (),
+                       action_format: str = ACTION_FORMAT, observation: str = "") -> list[dict[str, str]]:
     """The conversation up to the next execution turn.
 
     `talent` given (talent-aware): the routing turn over the menu `talents` (default: that
@@ -105,7 +121,8 @@ def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | No
     task or the talent. `history` holds steps with
     `thought`, `action`, `observation`; `observe_last=False` leaves out the last step's
     observation (SFT targets end on the final action); `hide`: values the demonstration
-    must not quote (see `demonstration`)."""
+    must not quote (see `demonstration`); `action_format` and `observation`: see
+    `execution_context`."""
     routed = talent is not None
     if routed:
         messages = routing_messages(task, talents or [talent])
@@ -113,7 +130,8 @@ def execution_messages(task: str, talent: Any | None, skills: Sequence[Any] | No
     else:
         messages = [{"role": "system", "content": FLAT_SYSTEM_PROMPT}]
     demo = demonstration(talent, task, hide) if routed else ""
-    messages.append({"role": "user", "content": execution_context(None if routed else task, skills, tools, demo)})
+    context = execution_context(None if routed else task, skills, tools, demo, action_format, observation)
+    messages.append({"role": "user", "content": context})
     for i, step in enumerate(history):
         messages.append({"role": "assistant", "content": format_turn(step.thought, step.action)})
         if observe_last or i < len(history) - 1:

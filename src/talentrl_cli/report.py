@@ -68,10 +68,11 @@ def print_env_list() -> None:
     import talentrl_cli.envs.builtin  # noqa: F401
     from talentrl_cli.envs import ENVS
 
-    table = Table("name", "about")
+    table = Table("name", "status", "about")
     for name in ENVS.names():
-        doc = (ENVS.get(name).__doc__ or "").strip().splitlines()
-        table.add_row(name, doc[0] if doc else "")
+        env = ENVS.get(name)
+        doc = (env.__doc__ or "").strip().splitlines()
+        table.add_row(name, env.availability() or "ready", doc[0] if doc else "")
     console.print(table)
 
 
@@ -85,6 +86,7 @@ def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> 
 
     from rich.panel import Panel
 
+    from talentrl_cli import prompts
     from talentrl_cli.config import compose
     from talentrl_cli.envs import make_env
 
@@ -94,7 +96,9 @@ def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> 
     clean = {"noise": 0.0} if expert and "noise" in inspect.signature(expert).parameters else {}
     for task in env.tasks(split)[:n]:
         facts = f"answers: {task.answers}\nstrategy: {task.strategy}\nplan: {task.plan}"
-        console.print(Panel(f"{task.question}\n\n{facts}", title=f"{task.id}", expand=False))
+        opening = prompts.first_observation(task)
+        text = f"{task.question}\n\n{opening}\n\n{facts}" if opening else f"{task.question}\n\n{facts}"
+        console.print(Panel(text, title=f"{task.id}", expand=False))
         if expert is not None:
             _print_trajectory(expert(task, **clean))
 

@@ -136,14 +136,17 @@ def retrieve(bank: Any, vectors: Any, talents: Sequence[str | None], k: int, lam
 
 
 def start_episode(tokenizer: Any, task: Any, talent: Any | None, skills: Sequence[Any] | None,
-                  menu: Sequence[Any] | None = None, rollout: int = 0, tools: str = "") -> Episode:
+                  menu: Sequence[Any] | None = None, rollout: int = 0, tools: str = "",
+                  action_format: str = prompts.ACTION_FORMAT) -> Episode:
     """An episode before its first execution turn. `menu` given: talent-aware, with the
     routing turn (its label tokens masked ROUTE) in the sequence; `tools`: the env's
-    `describe_tools()`. The demonstration hides the task's gold answers, as SFT's does: it
-    comes from another task and can quote the answer only by coincidence (0.3 % of WorldQA
-    task x talent pairs), which must not score."""
+    `describe_tools()`, `action_format` its `action_format`; the task's first observation
+    ends the context (`prompts.first_observation`). The demonstration hides the task's gold
+    answers, as SFT's does: it comes from another task and can quote the answer only by
+    coincidence (0.3 % of WorldQA task x talent pairs), which must not score."""
     messages = prompts.execution_messages(task.question, talent, skills, talents=menu if talent else None,
-                                          tools=tools, hide=task.answers)
+                                          tools=tools, hide=task.answers, action_format=action_format,
+                                          observation=prompts.first_observation(task))
     ids, mask = encode(tokenizer, messages, True)
     return Episode(task=task, rollout=rollout, talent=talent.name if talent else None,
                    skills=[s.id for s in skills or []], messages=messages, ids=ids, mask=mask)

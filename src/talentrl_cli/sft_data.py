@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from talentrl_cli import prompts
 from talentrl_cli.errors import ArtifactError, ConfigError
 
 MODES = ("talent", "flat", "none")
@@ -53,10 +54,10 @@ def without_strategies(labelled: Sequence[tuple[Any, str]], unseen: Sequence[str
 
 
 def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors: Any, mode: str,
-                   k: int, lam: float, tools: str = "") -> list[dict[str, Any]]:
+                   k: int, lam: float, tools: str = "",
+                   action_format: str = prompts.ACTION_FORMAT) -> list[dict[str, Any]]:
     """The conversational examples for `mode`; `query_vectors[i]` embeds labelled[i]'s task;
-    `tools` describes the environment's actions, as eval's prompts do."""
-    from talentrl_cli import prompts
+    `tools` and `action_format` describe the environment's actions, as eval's prompts do."""
 
     if mode not in MODES:
         raise ConfigError(f"sft.mode={mode!r} is not one of {', '.join(MODES)}")
@@ -73,7 +74,8 @@ def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors
         messages = prompts.execution_messages(
             trajectory.task.question, talent, skills, trajectory.steps,
             talents=bank.talents if mode == "talent" else None, observe_last=False, tools=tools,
-            hide=trajectory.task.answers)
+            hide=trajectory.task.answers, action_format=action_format,
+            observation=prompts.first_observation(trajectory.task))
         examples.append({"id": trajectory.id, "talent": talent.name if talent else None,
                          "skills": [s.id for s in skills], "messages": messages})
     return examples

@@ -54,6 +54,7 @@ _ALFWORLD_FIELDS |= {"task_type", "source"}
 
 @TRAJECTORY_SOURCES.register("native")
 @TRAJECTORY_SOURCES.register("worldqa")
+@TRAJECTORY_SOURCES.register("textworld")
 def load_native(
     path: str | os.PathLike,
     on_error: str = "fail",
@@ -61,7 +62,8 @@ def load_native(
     *,
     seen: dict | None = None,
 ) -> Iterator[Trajectory]:
-    """Our own `Trajectory` JSONL (the embedded WorldQA suite and user files in our schema)."""
+    """Our own `Trajectory` JSONL (what the WorldQA and TextWorld experts write, and user files
+    in our schema)."""
     return iter_jsonl(path, Trajectory, on_error, stats, unique_key="id", seen=seen)
 
 

@@ -61,3 +61,12 @@ def test_bad_settings_fail_clearly(bad):
     usage, embeddings, _ = _planted()
     with pytest.raises(ConfigError):
         discover_talents(usage, embeddings, _cfg(**bad), seed=0)
+
+
+@pytest.mark.parametrize("n_talents", ["auto", 5])
+def test_fewer_skills_than_talents_caps_k(n_talents):
+    """Three distinct rows over two skills: NMF cannot start more than two components."""
+    usage = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1], [1, 1]], dtype=np.float32)
+    embeddings = np.eye(6, 4, dtype=np.float32)
+    fit = discover_talents(usage, embeddings, _cfg(n_talents=n_talents, k_range=[3, 6]), seed=0)
+    assert fit.weights.shape[0] == 2

@@ -20,6 +20,12 @@ ENVS: Registry[type[Environment]] = Registry("environment")
 
 class Environment(ABC):
     name: str = ""
+    action_format: str = "tool[argument]"  # how the prompt spells an action; games take a command
+
+    @classmethod
+    def availability(cls) -> str | None:
+        """None when the env can run here; otherwise what it needs and how to get it."""
+        return None
 
     def __init__(self, cfg: Any, seed: int = 0):
         self.cfg = cfg

@@ -1,4 +1,4 @@
-"""Where `talentrl mine` gets trajectories (`source=worldqa | react | alfworld_react | native`),
+"""Where `talentrl mine` gets trajectories (`source=worldqa | textworld | react | alfworld_react | native`),
 and the optional gold labels used only to measure the talents (NMI, purity).
 
 `source.paths` mixes files; an item `KIND:PATH` reads that file with another loader, e.g.
@@ -34,8 +34,8 @@ def _has_kind_prefix(item: str) -> bool:
 def load_source(source_cfg: Any, on_error: str, stats: ReadStats, seed: int) -> list[Trajectory]:
     files = source_files(source_cfg)
     if not files:
-        if str(source_cfg.kind) == "worldqa":
-            return _generate_worldqa(source_cfg, seed)
+        if str(source_cfg.kind) in EXPERT_ENVS:
+            return _generate(source_cfg, seed)
         raise ConfigError(f"source={source_cfg.kind} needs a file: set source.path=FILE (or source.paths=[...])")
     trajectories: list[Trajectory] = []
     for kind, path in files:
@@ -44,14 +44,20 @@ def load_source(source_cfg: Any, on_error: str, stats: ReadStats, seed: int) -> 
     return trajectories
 
 
-def _generate_worldqa(source_cfg: Any, seed: int) -> list[Trajectory]:
-    from talentrl_cli.envs.worldqa.env import generate_trajectories
+# the envs whose scripted expert writes trajectories when no file is given: source=NAME, env=NAME
+EXPERT_ENVS = {"worldqa": "talentrl_cli.envs.worldqa.env", "textworld": "talentrl_cli.envs.textworld_env"}
 
-    if source_cfg.env.get("name") != "worldqa":
-        raise ConfigError(f"source=worldqa generates from the WorldQA env settings, but env={source_cfg.env.get('name')}",
-                          "use env=worldqa, or give trajectories with source.path=FILE")
-    return generate_trajectories(source_cfg.env, split=str(source_cfg.split), n=int(source_cfg.n),
-                                 noise=float(source_cfg.noise), seed=seed)
+
+def _generate(source_cfg: Any, seed: int) -> list[Trajectory]:
+    import importlib
+
+    kind, env_name = str(source_cfg.kind), source_cfg.env.get("name")
+    if env_name != kind:
+        raise ConfigError(f"source={kind} generates from the {kind} env settings, but env={env_name}",
+                          f"use env={kind}, or give trajectories with source.path=FILE")
+    generate = importlib.import_module(EXPERT_ENVS[kind]).generate_trajectories
+    return generate(source_cfg.env, split=str(source_cfg.split), n=int(source_cfg.n),
+                    noise=float(source_cfg.noise), seed=seed)
 
 
 def _check_unique_ids(trajectories: list[Trajectory], files: list[tuple[str, str]]) -> None:

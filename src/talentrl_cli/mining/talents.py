@@ -85,7 +85,9 @@ def discover_talents(usage: np.ndarray, embeddings: np.ndarray, cfg: Any, seed: 
 
 
 def _k_candidates(cfg: Any, usage: np.ndarray) -> list[int]:
-    distinct = len({row.tobytes() for row in (usage > 0)})
+    # no more talents than distinct usage rows or than skills (NMF's nndsvd start needs
+    # k <= min(samples, features): a small mine of few skills hit that as a traceback)
+    cap = min(len({row.tobytes() for row in (usage > 0)}), usage.shape[1])
     if str(cfg.n_talents) != "auto":
         try:
             k = int(cfg.n_talents)
@@ -93,11 +95,11 @@ def _k_candidates(cfg: Any, usage: np.ndarray) -> list[int]:
             raise ConfigError(f"mine.n_talents={cfg.n_talents!r} is neither an integer nor auto") from None
         if k < 1:
             raise ConfigError("mine.n_talents must be at least 1")
-        return [max(1, min(k, distinct))]
+        return [max(1, min(k, cap))]
     low, high = (int(x) for x in cfg.k_range)
     if low < 2 or high < low:
         raise ConfigError(f"mine.k_range={list(cfg.k_range)} must be [low, high] with 2 <= low <= high")
-    return list(range(low, max(low, min(high, distinct)) + 1)) if distinct >= 2 else [1]
+    return list(range(min(low, cap), min(high, cap) + 1)) if cap >= 2 else [1]
 
 
 def _best_by_silhouette(miner: Callable[..., TalentFit], usage: np.ndarray, embeddings: np.ndarray,

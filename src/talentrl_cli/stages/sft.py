@@ -84,9 +84,10 @@ def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     embedder = Embedder.from_config(cfg.embedder)
     bank = SkillBank.load(index.path, embedder.identity(), int(cfg.index.oversample))
     vectors = embedder.encode([t.task.question for t, _ in labelled]) if cfg.sft.mode != "none" else None
-    tools = env_from_config(cfg).describe_tools()
+    env = env_from_config(cfg)
     return sft_data.build_examples(labelled, bank, vectors, str(cfg.sft.mode), int(cfg.index.k),
-                                   float(cfg.index.lam), tools=tools)
+                                   float(cfg.index.lam), tools=env.describe_tools(),
+                                   action_format=env.action_format)
 
 
 STAGE = register_stage(Stage(
