@@ -25,14 +25,14 @@ def _install(session: nox.Session, extras: str) -> None:
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     """The fast suite (under 5 minutes on 2 cores)."""
-    _install(session, "dev,demo")
+    _install(session, "dev,demo,envs")
     session.run("pytest", "-m", "not slow", *session.posargs, env=OFFLINE)
 
 
 @nox.session(python="3.11")
 def tests_slow(session: nox.Session) -> None:
     """The slow suite: real models, several processes."""
-    _install(session, "dev,demo")
+    _install(session, "dev,demo,envs")
     # exit 5 = no slow test collected, which is not a failure of this session
     session.run("pytest", "-m", "slow", *session.posargs, env=OFFLINE, success_codes=[0, 5])
 
@@ -53,6 +53,6 @@ def demo(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Every benchmark under bench/, each printing its table."""
-    _install(session, "dev,demo")
+    _install(session, "dev,demo,envs")
     for script in sorted(__import__("pathlib").Path("bench").glob("[!_]*.py")):  # _*.py: helpers
         session.run("python", str(script), *session.posargs, env=OFFLINE)

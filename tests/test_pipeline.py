@@ -267,3 +267,22 @@ def test_paper_pipeline_runs_every_arm_writes_one_table_and_resumes(run_cli):
     assert code == 0 and err.count(" reused ") == 18 and " ran " not in err
     code, out, err = run_cli("report", "--pipeline", "paper", "paper.scale=smoke", "--out", str(run_cli.root / "r"))
     assert code == 0 and (run_cli.root / "r" / "report.md").read_text().count("| talentrl") == 2
+
+
+TEXTWORLD_SMALL = ["model=tiny", "env.n_games={train: 4, dev: 2, test: 1}", "source.n=4", "mine.min_support=1", "sft.max_examples=4",
+                   "sft.epochs=1", "eval.limit=2", "eval.max_steps=3", "eval.max_new_tokens=6", "rl.steps=1",
+                   "rl.tasks_per_step=1", "rl.max_steps=3", "rl.max_new_tokens=6", "eval.n_bootstrap=100"]
+
+
+@pytest.mark.slow
+def test_textworld_pipeline_runs_every_stage_on_the_engine(run_cli):
+    from talentrl_cli.envs.textworld_env import TextWorldEnv
+
+    if TextWorldEnv.availability():
+        pytest.skip(TextWorldEnv.availability())
+    code, out, err = run_cli("pipeline", "textworld", *TEXTWORLD_SMALL)
+    assert code == 0, err
+    for stage in ("mine", "index", "sft", "rl", "eval"):
+        assert (run_cli.root / stage / "v1" / "manifest.json").exists(), stage
+    report = next((run_cli.root / "reports").glob("textworld*/report.md")).read_text()
+    assert "| talentrl |" in report and "| zero_shot |" in report
