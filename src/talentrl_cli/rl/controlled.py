@@ -33,6 +33,8 @@ from talentrl_cli.rollout import EXEC, episode_seed
 
 
 class ControlledEnv:
+    action_format = "tool[argument]"
+
     def describe_tools(self) -> str:
         return "finish[answer]"
 
