@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -92,3 +93,20 @@ def test_wheel_ships_conf_and_stages_and_composes_from_another_cwd(tmp_path):
     assert out.returncode == 0, out.stderr
     conf, stages, kind = out.stdout.split()
     assert conf.startswith(str(target)) and stages.startswith(str(target)) and kind == "smollm2"
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("mine.min_support=abc", "mine.min_support='abc': expected an integer"),
+    ("mine.min_support=2.5", "mine.min_support=2.5: expected an integer"),
+    ("sft.lr=fast", "sft.lr='fast': expected a number"),
+    ("rl.resume=maybe", "expected true or false"),
+])
+def test_an_override_keeps_its_keys_type(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        compose([override])
+
+
+@pytest.mark.parametrize("override", ["sft.lr=1", "mine.n_talents=4", "eval.limit=5", "eval.limit=null",
+                                      "mine.merge_cosine=0.9"])
+def test_overrides_of_compatible_types_pass(override):
+    compose([override])

@@ -219,3 +219,15 @@ def test_on_error_is_validated(tmp_path):
     write_jsonl(path, [{"a": 1}])
     with pytest.raises(ConfigError, match="on_error must be one of fail, skip"):
         list(iter_jsonl(path, on_error="ignore"))
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_numbers_are_refused_at_their_line(tmp_path, constant):
+    good = json.dumps(_traj(1).model_dump(mode="json"))
+    bad = good.replace('"reward": 1.0', f'"reward": {constant}')
+    path = _write_bytes(tmp_path, "t.jsonl", f"{good}\n{bad}\n{good}\n".encode())
+    with pytest.raises(DataError, match=rf"t.jsonl:2: {constant} is not valid JSON"):
+        list(iter_jsonl(path, Trajectory))
+    stats = ReadStats()
+    assert len(list(iter_jsonl(path, Trajectory, "skip", stats, unique_key=None))) == 2
+    assert stats.total_skipped == 1

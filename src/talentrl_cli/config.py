@@ -46,8 +46,38 @@ def compose(overrides: Sequence[str] = ()) -> Any:
         cfg = _hydra_compose(overrides)
     except Exception as err:  # Hydra raises several unrelated types
         raise _explain(err, overrides) from None
+    _check_types(cfg, overrides)
     OmegaConf.set_struct(cfg, True)
     return cfg
+
+
+_KINDS = {bool: "true or false", int: "an integer", float: "a number"}
+
+
+def _check_types(cfg: Any, overrides: list[str]) -> None:
+    """An override must keep its key's type when the default is a bool, int or float, so
+    `mine.min_support=abc` fails here, naming the key, and not as a traceback after the data
+    has loaded. Null is always allowed; keys whose default is a string or null (e.g.
+    `mine.n_talents: auto`, `eval.limit: null`) take any value their stage accepts."""
+    from omegaconf import OmegaConf
+
+    groups = set(config_groups())
+    keyed = [o for o in overrides if "=" in o and o.split("=", 1)[0].lstrip("~") not in groups]
+    if not keyed:
+        return
+    defaults = _hydra_compose(_group_choices(overrides))
+    for item in keyed:
+        key = item.split("=", 1)[0].lstrip("~")
+        default = OmegaConf.select(defaults, key, default=None)
+        value = OmegaConf.select(cfg, key, default=None)
+        kind = type(default)
+        if kind not in _KINDS or value is None:
+            continue
+        ok = isinstance(value, bool) if kind is bool else (
+            isinstance(value, int | float) and not isinstance(value, bool) and (kind is float or isinstance(value, int)))
+        if not ok:
+            raise ConfigError(f"{key}={value!r}: expected {_KINDS[kind]} (the default is {default!r})",
+                              f"fix the override `{item}`")
 
 
 def _hydra_compose(overrides: list[str]) -> Any:
@@ -125,15 +155,18 @@ def _unknown_key(key: str, overrides: list[str]) -> ConfigError:
 
 def _known_keys(overrides: list[str]) -> list[str]:
     """Every dotted key of the config composed with the group choices among `overrides`."""
-    groups = set(config_groups())
-    choices = [o for o in overrides if o.split("=", 1)[0] in groups]
     try:
-        cfg = _hydra_compose(choices)
+        cfg = _hydra_compose(_group_choices(overrides))
     except Exception:
         cfg = _hydra_compose([])
     from omegaconf import OmegaConf
 
     return list(_dotted_keys(OmegaConf.to_container(cfg, resolve=False)))
+
+
+def _group_choices(overrides: list[str]) -> list[str]:
+    groups = set(config_groups())
+    return [o for o in overrides if o.split("=", 1)[0] in groups]
 
 
 def _dotted_keys(node: Any, prefix: str = "") -> Iterable[str]:

@@ -185,13 +185,19 @@ def _parse_line(name: str, lineno: int, raw: bytes, last: bool, first: bool) -> 
             hint=f"convert with `jq -c '.[]' {name} > converted.jsonl`",
         )
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped, parse_constant=_refuse_non_finite)
     except json.JSONDecodeError as err:
         raise _LineError(MALFORMED, _json_error_message(err, stripped, raw, last)) from None
     if not isinstance(value, dict):
         kind = type(value).__name__.replace("NoneType", "null")
         raise _LineError(NOT_OBJECT, f"expected a JSON object, got {kind}")
     return value
+
+
+def _refuse_non_finite(constant: str) -> None:
+    """Python's json reads NaN and Infinity, which JSON does not have: a reward of NaN passed
+    here once and failed later, naming a temporary output file instead of this line."""
+    raise _LineError(MALFORMED, f"{constant} is not valid JSON (write a number or null)")
 
 
 def _decode(raw: bytes, lineno: int) -> str:
