@@ -191,3 +191,24 @@ def test_bad_ref_is_one_clear_message(run_cli):
     code, out, err = run_cli("artifacts", "show", "alpha:../../etc")
     assert code == 1
     assert "bad artifact ref" in err and "Traceback" not in err + out
+
+
+def test_a_corrupt_manifest_is_reported_and_the_others_still_listed_and_verified(run_cli):
+    store = ArtifactStore(run_cli.root)
+    broken, _ = _publish(store, text="a"), _publish(store, text="b")
+    (broken.path / "manifest.json").write_text("{not json")
+    code, out, err = run_cli("artifacts", "list")
+    flat = out.replace("\n", "")  # rich wraps long paths
+    assert code == 0 and "UNREADABLE" in out and "alpha/v1/manifest.json" in flat and "alpha:v2" in out
+    code, out, err = run_cli("artifacts", "verify", "--all")
+    assert code == 1 and "FAILED unreadable manifest" in out and "OK alpha:v2" in out
+    assert "Traceback" not in out + err
+
+
+def test_a_stale_latest_pointer_says_so_and_how_to_fix_it(tmp_path):
+    store = ArtifactStore(tmp_path)
+    _publish(store)
+    (tmp_path / "alpha" / "latest").write_text("v7")
+    with pytest.raises(ArtifactError, match=r"stale pointer .*latest: it names v7") as info:
+        store.resolve("alpha:latest")
+    assert "artifacts list alpha" in info.value.hint

@@ -109,25 +109,45 @@ class ArtifactStore:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and _REF.match(f"{p.name}:v1"))
 
     def versions(self, stage: str) -> list[Artifact]:
+        return [load_artifact(p) for p in self._version_folders(stage)]
+
+    def _version_folders(self, stage: str) -> list[Path]:
         folder = self.root / stage
         if not folder.is_dir():
             return []
         found = [p for p in folder.iterdir() if _VERSION.match(p.name) and (p / MANIFEST).is_file()]
-        found.sort(key=lambda p: int(p.name[1:]))
-        return [load_artifact(p) for p in found]
+        return sorted(found, key=lambda p: int(p.name[1:]))
 
     def list(self, stage: str | None = None) -> list[Artifact]:
         stages = [stage] if stage else self.stages()
         return [a for s in stages for a in self.versions(s)]
+
+    def scan(self, stage: str | None = None) -> tuple[list[Artifact], list[str]]:
+        """Every readable artifact, and one message per version folder whose manifest is not:
+        `artifacts list` and `verify --all` report a corrupt one and go on to the others."""
+        found, broken = [], []
+        for name in [stage] if stage else self.stages():
+            for folder in self._version_folders(name):
+                try:
+                    found.append(load_artifact(folder))
+                except ArtifactError as err:
+                    broken.append(err.message)
+        return found, broken
 
     def resolve(self, ref: str) -> Artifact:
         """An artifact by `stage:latest`, `stage:vN` or an explicit path."""
         match = _REF.match(ref)
         if match:
             stage, version = match["stage"], match["version"]
-            if version == LATEST:
+            pointed = version == LATEST
+            if pointed:
                 version = self._latest_version(stage)
             path = self.root / stage / version
+            if pointed and not (path / MANIFEST).is_file():
+                raise ArtifactError(f"stale pointer {self.root / stage / LATEST}: it names {version}, which does "
+                                    f"not exist under {self.root / stage}",
+                                    f"write an existing version into it (`talentrl artifacts list {stage}`) "
+                                    f"or delete it and pass {stage}:vN")
             if not (path / MANIFEST).is_file():
                 raise ArtifactError(f"no artifact {stage}:{version} under {self.root}",
                                     f"list them with `talentrl artifacts list {stage}`")

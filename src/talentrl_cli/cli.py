@@ -254,7 +254,8 @@ def artifacts_list(stage: Annotated[str | None, typer.Argument(help="Only this s
     """List artifacts with their digests and inputs."""
     from talentrl_cli import report
 
-    report.print_artifact_table(_store().list(stage))
+    artifacts, broken = _store().scan(stage)
+    report.print_artifact_table(artifacts, broken)
 
 
 @artifacts_app.command("show", epilog="Example: talentrl artifacts show mine:latest")
@@ -276,8 +277,8 @@ def artifacts_verify(
     if (ref is None) == (not all_):
         raise typer.BadParameter("give a REF or --all (not both)")
     store = _store()
-    targets = store.list() if all_ else [store.resolve(ref)]
-    if not report.print_verification(targets):
+    targets, broken = store.scan() if all_ else ([store.resolve(ref)], [])
+    if not report.print_verification(targets, broken):
         raise typer.Exit(1)
 
 

@@ -11,9 +11,11 @@ from rich.tree import Tree
 console = Console(highlight=False)
 
 
-def print_artifact_table(artifacts: list[Any]) -> None:
+def print_artifact_table(artifacts: list[Any], broken: list[str] = ()) -> None:
+    for message in broken:
+        console.print(f"[bold red]UNREADABLE[/] {message}")
     if not artifacts:
-        console.print("no artifacts yet")
+        console.print("no readable artifacts" if broken else "no artifacts yet")
         return
     table = Table("ref", "created", "digest", "config", "inputs", "metrics")
     for a in artifacts:
@@ -29,11 +31,13 @@ def _short_metrics(metrics: dict[str, Any], limit: int = 3) -> str:
     return ", ".join(f"{k}={v:.4g}" for k, v in scalars[:limit]) or "-"
 
 
-def print_verification(artifacts: list[Any]) -> bool:
-    """Prints OK/FAILED per artifact; True when all are intact."""
+def print_verification(artifacts: list[Any], broken: list[str] = ()) -> bool:
+    """Prints OK/FAILED per artifact (and per unreadable manifest); True when all are intact."""
     from talentrl_cli.artifacts import verify
 
-    ok = True
+    ok = not broken
+    for message in broken:
+        console.print(f"[bold red]FAILED[/] {message}")
     for artifact in artifacts:
         problems = verify(artifact)
         ok &= not problems
@@ -41,7 +45,7 @@ def print_verification(artifacts: list[Any]) -> bool:
         console.print(f"{status} {artifact.ref} ({artifact.path})")
         for problem in problems:
             console.print(f"   - {problem}")
-    if not artifacts:
+    if not artifacts and not broken:
         console.print("nothing to verify")
     return ok
 
