@@ -209,6 +209,7 @@ class ArtifactStore:
     def publish(self, tmp: Path, *, stage: str, config: dict[str, Any], config_hash: str,
                 inputs: dict[str, Artifact], metrics: dict[str, Any]) -> Artifact:
         """Turn a finished staging folder into the next version, atomically."""
+        _apply_umask_modes(tmp)
         files = _digest_tree(tmp)
         manifest = {
             "stage": stage,
@@ -315,6 +316,17 @@ def _write_text_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _apply_umask_modes(folder: Path) -> None:
+    """One mode for every published file (0666) and folder (0777), less the umask: temp-file
+    writers (our atomic JSONL writer, safetensors) create 0600, which left artifacts with mixed
+    modes that a group sharing a root could half read."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def _remove_orphaned_staging(folder: Path) -> None:

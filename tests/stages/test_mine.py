@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from mining.synthetic import synthetic_trajectories
@@ -103,6 +104,11 @@ def test_skip_mode_counts_bad_lines(run_cli, tmp_path):
     artifact = ArtifactStore(run_cli.root).resolve(out.split()[-1])
     assert artifact.manifest["metrics"]["skipped_lines"] == 2
     assert "skipped input lines: 2" in (artifact.path / "report.md").read_text()
+    assert "skipped 2 bad input line(s)" in err  # on the terminal too, not only in report.md
+    modes = {p.name: p.stat().st_mode & 0o777 for p in artifact.path.iterdir()}
+    umask = os.umask(0)
+    os.umask(umask)
+    assert set(modes.values()) == {0o666 & ~umask}, modes  # one mode, the umask's
 
 
 def test_high_min_support_explains_itself(run_cli, synthetic_file):

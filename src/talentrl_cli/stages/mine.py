@@ -30,6 +30,10 @@ def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     started, stats = time.perf_counter(), ReadStats()
     with current().step(f"reading source={cfg.source.kind}"):
         trajectories = load_source(cfg.source, str(cfg.mine.on_error), stats, int(cfg.seed))
+    if stats.total_skipped:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(stats.skipped.items()))
+        current().note(f"mine: skipped {stats.total_skipped} bad input line(s) under mine.on_error=skip "
+                       f"({reasons}; the first ones are in report.md)")
     successes = sorted((t for t in trajectories if t.success), key=lambda t: t.id)
     if not successes:
         raise DataError(f"no successful trajectory among {len(trajectories)} from source={cfg.source.kind}",
