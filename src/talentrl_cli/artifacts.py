@@ -100,6 +100,9 @@ def code_version() -> str:
 class ArtifactStore:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).expanduser().resolve()
+        if self.root.exists() and not self.root.is_dir():
+            raise ArtifactError(f"the artifacts root {self.root} is a file, not a folder",
+                                "point --artifacts-root (or TALENTRL_HOME) at a folder")
 
     # -- reading -----------------------------------------------------------------------
 
@@ -143,6 +146,9 @@ class ArtifactStore:
             if pointed:
                 version = self._latest_version(stage)
             path = self.root / stage / version
+            if path.is_symlink() and not path.resolve().is_relative_to(self.root):
+                raise ArtifactError(f"{stage}:{version} is a link to {path.resolve()}, outside the root {self.root}",
+                                    "refs name artifacts inside the root; pass an outside folder by its path")
             if pointed and not (path / MANIFEST).is_file():
                 raise ArtifactError(f"stale pointer {self.root / stage / LATEST}: it names {version}, which does "
                                     f"not exist under {self.root / stage}",
@@ -196,10 +202,14 @@ class ArtifactStore:
     def staging(self, stage: str) -> Iterator[Path]:
         """A private temporary folder for a stage's outputs; removed if the body fails."""
         folder = self.root / stage
-        folder.mkdir(parents=True, exist_ok=True)
-        _remove_orphaned_staging(folder)
         tmp = folder / f"{_TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        tmp.mkdir()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _remove_orphaned_staging(folder)
+            tmp.mkdir()
+        except OSError as err:  # an unwritable root, a full disk, a file where a folder should be
+            raise ArtifactError(f"cannot write under the artifacts root {self.root}: {err.strerror} ({err.filename})",
+                                "point --artifacts-root (or TALENTRL_HOME) at a writable folder") from None
         try:
             yield tmp
         finally:

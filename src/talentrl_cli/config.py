@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -47,8 +48,36 @@ def compose(overrides: Sequence[str] = ()) -> Any:
     except Exception as err:  # Hydra raises several unrelated types
         raise _explain(err, overrides) from None
     _check_types(cfg, overrides)
+    check_ranges(cfg)
     OmegaConf.set_struct(cfg, True)
     return cfg
+
+
+def _at_least(low: float) -> tuple[Any, str]:
+    return (lambda v: isinstance(v, int | float) and math.isfinite(v) and v >= low), f"a number >= {low:g}"
+
+
+_POSITIVE = (lambda v: isinstance(v, int | float) and math.isfinite(v) and v > 0), "a finite number > 0"
+_FINITE = (lambda v: isinstance(v, int | float) and math.isfinite(v)), "a finite number"
+# keys whose bad values would otherwise pass into a run (or publish an artifact) unnoticed
+RANGES: dict[str, tuple[Any, str]] = {
+    "index.k": _at_least(0), "index.lam": _FINITE, "mine.min_support": _at_least(1),
+    "mine.on_error": ((lambda v: v in ("fail", "skip")), "fail or skip"),
+    "sft.lr": _POSITIVE, "rl.lr": _POSITIVE, "rl.group_size": _at_least(1), "rl.interventions": _at_least(0),
+    "rl.steps": _at_least(0), "rl.tasks_per_step": _at_least(1), "rl.beta": _at_least(0),
+    "eval.n_bootstrap": _at_least(1), "eval.batch_size": _at_least(1), "rl.batch_size": _at_least(1),
+    "eval.temperature": _at_least(0), "rl.temperature": _at_least(0),
+}
+
+
+def check_ranges(cfg: Any) -> None:
+    """Out-of-range values (k < 0, lam NaN, group_size 0, ...) end here, naming the key."""
+    from omegaconf import OmegaConf
+
+    for key, (ok, expected) in RANGES.items():
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is not None and not ok(value):
+            raise ConfigError(f"{key}={value!r} is out of range: expected {expected}")
 
 
 _KINDS = {bool: "true or false", int: "an integer", float: "a number"}

@@ -86,7 +86,7 @@ def from_pretrained(cls: Any, path: str, model_cfg: Any, **kwargs: Any) -> Any:
     trust = bool(model_cfg.get("trust_remote_code", False))
     try:
         return cls.from_pretrained(path, trust_remote_code=trust, **kwargs)
-    except OSError as err:
+    except (OSError, ValueError) as err:  # ValueError: a folder without a model's config.json
         raise TalentRLError(
             f"cannot load model {path!r}: {str(err).splitlines()[0]}",
             "no model hub is reachable offline: pass a local folder as model.name_or_path",
