@@ -222,3 +222,17 @@ def test_an_artifacts_root_that_is_a_file(run_bad, world):
 def test_the_corpus_has_at_least_40_cases():
     cases = (len(TRAJECTORY_FILES) + 2 + 3 + len(QA_CASES) + 17 + 4 + 1 + 1 + 2 + 1)
     assert cases >= 40, cases
+
+
+def test_a_full_disk_during_a_stage_is_one_message_and_publishes_nothing(run_bad, world, monkeypatch):
+    import errno
+
+    import talentrl_cli.jsonl as jsonl
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(jsonl.os, "fdopen", full)
+    err = run_bad("mine", "--force", "source=native", f"source.path={world / 'files' / 'good.jsonl'}")
+    flat = " ".join(err.split())  # rich wraps long lines
+    assert "No space left on device" in flat and "trajectories.jsonl" in err.replace("\n", "")

@@ -9,6 +9,8 @@ imported inside the commands only, so `talentrl --help` stays fast.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -377,15 +379,29 @@ def main(argv: list[str] | None = None) -> None:
 
             relaunch_under_torchrun(sys.argv[1:])
         app(args=argv, prog_name="talentrl")
+    except OSError as err:
+        if err.errno not in _STORAGE_ERRNOS:
+            raise
+        _report(TalentRLError(f"cannot write {err.filename or 'an output file'}: {os.strerror(err.errno)}",
+                              "free space (or raise the quota or file-size limit) and rerun: nothing "
+                              "half-written was published"))
     except TalentRLError as err:
-        if _state["verbose"]:
-            import traceback
+        _report(err)
 
-            traceback.print_exc()
-        _stderr(f"[bold red]error:[/] {_escape(err.message)}")
-        if err.hint:
-            _stderr(f"  hint: {_escape(err.hint)}")
-        sys.exit(1)
+
+# storage failures a user fixes outside the program: one message, not a traceback
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
+
+
+def _report(err: TalentRLError) -> None:
+    if _state["verbose"]:
+        import traceback
+
+        traceback.print_exc()
+    _stderr(f"[bold red]error:[/] {_escape(err.message)}")
+    if err.hint:
+        _stderr(f"  hint: {_escape(err.hint)}")
+    sys.exit(1)
 
 
 def _unknown_name(kind: str, name: str, known: list[str]) -> TalentRLError:

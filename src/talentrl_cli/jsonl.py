@@ -274,6 +274,9 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[BaseModel | dict]) ->
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
+    except OSError as err:  # a full disk says so without a name: give it the file's
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, err.filename or str(target)) from err
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
