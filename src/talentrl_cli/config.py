@@ -63,6 +63,7 @@ _FINITE = (lambda v: isinstance(v, int | float) and math.isfinite(v)), "a finite
 RANGES: dict[str, tuple[Any, str]] = {
     "index.k": _at_least(0), "index.lam": _FINITE, "mine.min_support": _at_least(1),
     "mine.on_error": ((lambda v: v in ("fail", "skip")), "fail or skip"),
+    "rl.loss_agg": ((lambda v: v in ("token", "episode")), "token or episode"),
     "sft.lr": _POSITIVE, "rl.lr": _POSITIVE, "rl.group_size": _at_least(1), "rl.interventions": _at_least(0),
     "rl.steps": _at_least(0), "rl.tasks_per_step": _at_least(1), "rl.beta": _at_least(0),
     "eval.n_bootstrap": _at_least(1), "eval.batch_size": _at_least(1), "rl.batch_size": _at_least(1),

@@ -52,7 +52,7 @@ import numpy as np
 from talentrl_cli import policy
 from talentrl_cli.rl import advantages as adv
 from talentrl_cli.rl import interventions as iv
-from talentrl_cli.rl.loss import clipped_loss, sequence_logps, token_advantages
+from talentrl_cli.rl.loss import clipped_loss, episode_scale, sequence_logps, token_advantages
 from talentrl_cli.rollout import OTHER, RolloutConfig, episode_seed
 
 
@@ -240,7 +240,10 @@ class Trainer:
 
         clock, stats = _Clock(), {"kl_sum": 0.0, "clipped_sum": 0.0, "tokens": 0.0, "loss": 0.0, "grad_norm": 0.0}
         batches = self._batches(out)
-        local = sum(float(b["active"].sum()) for b in batches)
+        by_episode = str(self.rl.loss_agg) == "episode"
+        for b in batches:
+            b["scale"] = episode_scale(b["active"]) if by_episode else None
+        local = sum(float((b["active"].sum(dim=1) > 0).sum() if by_episode else b["active"].sum()) for b in batches)
         n_active = float(self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), "sum"))
         if not float(self.rl.beta):  # without KL, a rollout with no advantage anywhere adds no gradient
             batches = [b for b in batches if bool(b["weights"].abs().sum() > 0)]
@@ -255,7 +258,8 @@ class Trainer:
                 logps = self._logps(b)
                 old = b["old"] if b["old"] is not None else logps.detach()
                 loss, s = clipped_loss(logps, old, b["ref"], b["weights"], b["active"], n_active,
-                                       float(self.rl.clip_eps_low), float(self.rl.clip_eps_high), float(self.rl.beta))
+                                       float(self.rl.clip_eps_low), float(self.rl.clip_eps_high), float(self.rl.beta),
+                                       scale=b["scale"])
                 # processes hold different numbers of micro-batches: only the last backward syncs
                 sync = self.accelerator.no_sync(self.model) if i < len(batches) - 1 else nullcontext()
                 with sync:
