@@ -29,6 +29,12 @@ def test_a_long_junk_command_is_cut_to_ascii():
     assert len(command) <= MAX_COMMAND and command.isascii()
 
 
+def test_clean_drops_the_status_bar_after_the_prompt():
+    """As the engine sends it: the prompt `>` then the status bar on the same line."""
+    raw = "\nThat's not a verb I recognise.\n\n>" + " " * 120 + "-= Playroom =-0/1"
+    assert clean(raw) == "That's not a verb I recognise."
+
+
 def test_clean_drops_the_status_bar_and_end_menu():
     raw = ("You pick up the coin.\n\n\n   *** The End ***\nYou scored 1 out of a possible 1, in 6 turns."
            "\n\nWould you like to RESTART, RESTORE a saved game, QUIT or UNDO the last command?\n"

@@ -48,7 +48,7 @@ _ACTION = re.compile(r"Action\s*\d*\s*:\s*(.*)", re.I)
 _UNSAFE = re.compile(r"[^a-z0-9' -]")
 MAX_COMMAND = 80
 # the z-machine's status bar (room, score/moves) and its end-of-game menu: engine chrome
-_CHROME = re.compile(r"^(-= .* =-\s*-?\d+/\d+|Would you like to RESTART.*)$", re.M)
+_CHROME = re.compile(r"^\s*(-= .* =-\s*-?\d+/\d+|Would you like to RESTART.*)\s*$", re.M)
 
 
 @dataclass
