@@ -101,7 +101,8 @@ def _mode_metrics(rows: list[dict[str, Any]], mapping: dict[str, str], n_bootstr
     out["n"] = len(rows)
     out["mean_turns"] = round(sum(r["turns"] for r in rows) / max(1, len(rows)), 3)
     out["mean_tokens"] = round(sum(r["policy_tokens"] for r in rows) / max(1, len(rows)), 1)
-    out["finished"] = round(sum(r["end"] == "finish" for r in rows) / max(1, len(rows)), 4)  # gave an answer
+    # gave an answer, or the env ended the episode itself (a game won or lost)
+    out["finished"] = round(sum(r["end"] in ("finish", "env") for r in rows) / max(1, len(rows)), 4)
     usage = Counter(r["talent"] for r in rows if r["talent"])
     out["talent_usage"] = {t: round(c / len(rows), 4) for t, c in usage.most_common()}
     out["by_strategy"] = _by_strategy(rows, scores)

@@ -194,7 +194,8 @@ def _advance(tok: Any, ep: Episode, out: Any, cfg: RolloutConfig) -> None:
     if done:
         ep.answer, ep.reward, ep.done, ep.end = info.get("answer"), float(reward), True, "finish"
         ep.scores = {k: float(v) for k, v in info.items() if k in ("em", "f1", "reward")}
-        ep.end = "finish" if "answer" in info else "env"
+        # "finish": an answer; "env": the env ended it (a game won or lost); "max_steps": its step limit
+        ep.end = "finish" if "answer" in info else ("max_steps" if info.get("truncated") else "env")
         return
     _append_observation(tok, ep, observation)
     if len(ep.ids) + cfg.max_new_tokens > cfg.max_total_tokens:

@@ -41,7 +41,9 @@ class Environment(ABC):
 
     @abstractmethod
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        """Apply one action string, e.g. `search[Paris]`; returns (observation, reward, done, info)."""
+        """Apply one action string, e.g. `search[Paris]`; returns (observation, reward, done, info).
+        `info["answer"]`: the episode ended on an answer; `info["truncated"]`: on the env's own
+        step limit (otherwise a done episode ended by itself, e.g. a game won or lost)."""
 
     @abstractmethod
     def describe_tools(self) -> str:

@@ -84,7 +84,7 @@ class SearchEnvironment(Environment):
                 f"\nStep limit reached ({self.settings.max_steps} actions); "
                 "episode ended without an answer."
             )
-            info.update(self.score(self.task, None))
+            info.update(self.score(self.task, None), truncated=True)
         return obs, reward, self.done, info
 
     def _finish(self, answer: str, info: dict[str, Any]) -> tuple[str, float]:

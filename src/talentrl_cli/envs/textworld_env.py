@@ -128,6 +128,7 @@ class TextWorldEnv(Environment):
             info.update(self.score(self.task, None))
             if not over:
                 observation += f"\nStep limit reached ({self.settings.max_steps} actions)."
+                info["truncated"] = True
         else:
             observation += "\n" + self.commands_line()
         return observation, float(info.get("reward", 0.0)), self.done, info
