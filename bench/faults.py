@@ -134,6 +134,7 @@ def main() -> None:
                      full_disk(base, stage), clean_s))
         for why in failures[:2]:
             print(f"  {stage}: {why.strip()[:300]}", file=sys.stderr)
+        print(f"{stage}: {rows[-1][1:5]}", file=sys.stderr, flush=True)  # a long run shows each row as it ends
     print("\n| stage | kills | verified | resumed | full disk clean | clean run s |\n|---|---:|---:|---:|---|---:|")
     for stage, kills, verified, resumed, disk, seconds in rows:
         print(f"| {stage} | {kills} | {verified} | {resumed} | {'yes' if disk else 'NO'} | {seconds:.1f} |")
