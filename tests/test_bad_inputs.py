@@ -237,3 +237,15 @@ def test_a_full_disk_during_a_stage_is_one_message_and_publishes_nothing(run_bad
     err = run_bad("mine", "--force", "source=native", f"source.path={world / 'files' / 'good.jsonl'}")
     flat = " ".join(err.split())  # rich wraps long lines
     assert "No space left on device" in flat and re.search(r"cannot write /\S+\.jsonl:", flat), flat
+
+
+def test_torch_writing_into_a_full_disk_is_one_message(run_bad, world, monkeypatch):
+    """torch.save's zip writer raises a RuntimeError without an errno when the disk fills."""
+    import talentrl_cli.jsonl as jsonl
+
+    def short(*args, **kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 65408 vs 65296")
+
+    monkeypatch.setattr(jsonl.os, "fdopen", short)
+    err = run_bad("mine", "--force", "source=native", f"source.path={world / 'files' / 'good.jsonl'}")
+    assert "torch's writer stopped short" in " ".join(err.split())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -385,9 +386,20 @@ def main(argv: list[str] | None = None) -> None:
         _report(TalentRLError(f"cannot write {err.filename or 'an output file'}: {os.strerror(err.errno)}",
                               "free space (or raise the quota or file-size limit) and rerun: nothing "
                               "half-written was published"))
+    except RuntimeError as err:
+        if not _TORCH_WRITE_FAILURE.search(str(err)):
+            raise
+        _report(TalentRLError("cannot write a checkpoint or weights file: torch's writer stopped short "
+                              f"({str(err).splitlines()[0][:120]})",
+                              "free space (or raise the quota or file-size limit) and rerun: nothing "
+                              "half-written was published"))
     except TalentRLError as err:
         _report(err)
 
+
+# torch.save's zip writer reports a full disk as a RuntimeError without an errno (seen under
+# `ulimit -f` in sft's checkpoint): "[enforce fail at inline_container.cc:...] unexpected pos"
+_TORCH_WRITE_FAILURE = re.compile(r"inline_container\.cc|file write failed|unexpected pos")
 
 # storage failures a user fixes outside the program: one message, not a traceback
 _STORAGE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
