@@ -103,10 +103,13 @@ def full_disk(base: Path, stage: str) -> bool:
     root = Path(tempfile.mkdtemp(prefix=f"faults-disk-{stage}-"))
     shutil.rmtree(root)
     shutil.copytree(base, root, symlinks=True)
-    before = sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".checkpoints" not in p.parts)
+    def published() -> list[str]:  # the files a reader can see: no checkpoints, staging or lock files
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.name != ".lock"
+                      and ".checkpoints" not in p.parts and not any(x.startswith(".tmp-") for x in p.parts))
+
+    before = published()
     run = talentrl(root, stage_args(stage), limit_blocks=64)
-    after = sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".checkpoints" not in p.parts
-                   and not any(part.startswith(".tmp-") for part in p.parts))
+    after = published()
     clean = "Traceback" not in run.stderr and run.stderr.count("error:") <= 1
     shutil.rmtree(root, ignore_errors=True)
     return run.returncode != 0 and clean and before == after or run.returncode == 0
