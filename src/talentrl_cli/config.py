@@ -9,6 +9,7 @@ Unknown keys are errors that name the key and suggest close matches.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -95,7 +96,7 @@ def _check_types(cfg: Any, overrides: list[str]) -> None:
     keyed = [o for o in overrides if "=" in o and o.split("=", 1)[0].lstrip("~") not in groups]
     if not keyed:
         return
-    defaults = _hydra_compose(_group_choices(overrides))
+    defaults = _defaults(tuple(_group_choices(overrides)))
     for item in keyed:
         key = item.split("=", 1)[0].lstrip("~")
         default = OmegaConf.select(defaults, key, default=None)
@@ -192,6 +193,13 @@ def _known_keys(overrides: list[str]) -> list[str]:
     from omegaconf import OmegaConf
 
     return list(_dotted_keys(OmegaConf.to_container(cfg, resolve=False)))
+
+
+@functools.lru_cache(maxsize=16)
+def _defaults(choices: tuple[str, ...]) -> Any:
+    """The config of these group choices alone (read only): a pipeline composes each step's
+    config, and its defaults need composing once."""
+    return _hydra_compose(list(choices))
 
 
 def _group_choices(overrides: list[str]) -> list[str]:

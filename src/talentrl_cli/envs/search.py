@@ -34,7 +34,7 @@ from talentrl_cli.embedding import Embedder
 from talentrl_cli.retrieval import VectorIndex
 
 # "Action:", "Action 1:", "action 12 :" at the start of a line.
-_ACTION_MARK = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:", re.IGNORECASE | re.MULTILINE)
+ACTION_MARK = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _TOOL_CALL = re.compile(r"\s*([A-Za-z_][\w-]*)[ \t]*\[")
 _SENTENCE_END = (".", "!", "?", '."', ".)")
 
@@ -54,7 +54,7 @@ def parse_action(text: Any) -> Action | None:
     """The first `tool[arg]` of a model turn, after an optional `Action:` marker; else None."""
     if not isinstance(text, str):
         return None
-    mark = _ACTION_MARK.search(text)
+    mark = ACTION_MARK.search(text)
     body = text[mark.end() :] if mark else text
     call = _TOOL_CALL.match(body)
     if call is None:

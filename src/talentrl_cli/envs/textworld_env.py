@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from talentrl_cli.envs.base import ENVS, Environment
+from talentrl_cli.envs.search import ACTION_MARK
 from talentrl_cli.envs.settings import settings_from_cfg
 from talentrl_cli.errors import ConfigError, DataError
 from talentrl_cli.schema import Step, Task, Trajectory
@@ -44,7 +45,6 @@ from talentrl_cli.schema import Step, Task, Trajectory
 SPLITS = ("train", "dev", "test")
 INSTALL = "pip install 'talentrl[envs]' (textworld==1.7.0)"
 _HIDDEN_COMMANDS = re.compile(r"^(examine|look)\b")
-_ACTION = re.compile(r"Action\s*\d*\s*:\s*(.*)", re.I)
 _UNSAFE = re.compile(r"[^a-z0-9' -]")
 MAX_COMMAND = 80
 # the z-machine's status bar (room, score/moves) and its end-of-game menu: engine chrome
@@ -183,8 +183,8 @@ def command_of(action: str) -> str:
     from an untrained policy crashed the process (SIGSEGV in strcat, seen under rl with the
     tiny model); every TextWorld command is a few plain words."""
     text = str(action)
-    found = _ACTION.search(text)
-    lines = (found.group(1) if found else text).strip().splitlines()
+    found = ACTION_MARK.search(text)  # the ReAct grammar's marker, as parse_action reads it
+    lines = (text[found.end():] if found else text).strip().splitlines()
     words = _UNSAFE.sub(" ", lines[0].lower()).split() if lines else []
     return " ".join(words)[:MAX_COMMAND].strip()
 
