@@ -3,10 +3,14 @@ expert wins at noise 0, junk commands are survived, and splits do not share game
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from talentrl_cli.envs import make_env
-from talentrl_cli.envs.textworld_env import MAX_COMMAND, TextWorldEnv, clean, command_of
+from talentrl_cli.envs.textworld_env import (
+    MAX_COMMAND, META_REFUSAL, META_VERBS, TextWorldEnv, _split_tasks, clean, command_of,
+)
 from talentrl_cli.errors import ConfigError
 
 SMALL = {"games": {"coin": "tw-coin_collector --level 1", "treasure": "tw-treasure_hunter --level 1"},
@@ -78,3 +82,30 @@ def test_junk_commands_cost_steps_until_the_limit(env):
         observation, reward, done, info = env.step("Action: " + "☃ zzz " * 300)
     assert done and reward == 0.0 and "Step limit reached" in observation
     assert env.score(task, None)["reward"] == 0.0
+
+
+def test_interpreter_verbs_are_refused_and_write_no_file(env, tmp_path, monkeypatch):
+    """Frotz's `save` and `script` wrote into the working directory before they were refused."""
+    monkeypatch.chdir(tmp_path)
+    task = env.tasks("dev")[0]
+    env.reset(task)
+    for command in ("save", "game.qzl", "script", "restore", "undo", "quit", "y"):
+        observation, _, done, info = env.step(f"Action: {command}")
+        if command in META_VERBS:
+            assert observation.startswith(META_REFUSAL) and not info["valid"]
+    assert list(tmp_path.iterdir()) == []
+    assert not done and env.steps == 7
+    for command in task.plan:  # the engine never saw them: the walkthrough still wins
+        _, reward, done, _ = env.step(f"Action: {command}")
+    assert done and reward == 1.0
+
+
+def test_a_cached_game_whose_files_were_pruned_is_made_again(tmp_path):
+    if TextWorldEnv.availability():
+        pytest.skip(TextWorldEnv.availability())
+    settings = {**SMALL, "games": {"coin": "tw-coin_collector --level 1"}, "cache_dir": str(tmp_path)}
+    first = make_env("textworld", settings, seed=3).tasks("dev")[0]
+    Path(first.meta["game"]).unlink()
+    _split_tasks.cache_clear()
+    again = make_env("textworld", settings, seed=3).tasks("dev")[0]
+    assert Path(again.meta["game"]).exists() and again.plan == first.plan

@@ -47,6 +47,12 @@ INSTALL = "pip install 'talentrl[envs]' (textworld==1.7.0)"
 _HIDDEN_COMMANDS = re.compile(r"^(examine|look)\b")
 _UNSAFE = re.compile(r"[^a-z0-9' -]")
 MAX_COMMAND = 80
+# the interpreter's own verbs: `save`/`script` write files into the working directory (seen:
+# a policy's `script` left a transcript in the repo), `restore`/`undo`/`restart`/`quit` move
+# the engine behind TextWorld's state tracking; a game never needs them
+META_VERBS = frozenset({"save", "restore", "script", "unscript", "transcript", "noscript", "record",
+                        "replay", "playback", "undo", "restart", "quit", "q"})
+META_REFUSAL = "That command is not available in this game."
 # the z-machine's status bar (room, score/moves) and its end-of-game menu: engine chrome
 _CHROME = re.compile(r"^\s*(-= .* =-\s*-?\d+/\d+|Would you like to RESTART.*)\s*$", re.M)
 
@@ -120,10 +126,15 @@ class TextWorldEnv(Environment):
             return "The episode is over; call reset() for a new task.", 0.0, True, {"valid": False}
         command = command_of(action)
         self.steps += 1
-        self.state, _, over = self.game.step(command or "look")
+        refused = command.split(" ")[0] in META_VERBS
+        if refused:
+            over, feedback = False, META_REFUSAL
+        else:
+            self.state, _, over = self.game.step(command or "look")
+            feedback = self.state.feedback
         self.done = bool(over) or self.steps >= self.settings.max_steps
-        info: dict[str, Any] = {"valid": bool(command), "steps": self.steps, "command": command}
-        observation = clean(self.state.feedback)
+        info: dict[str, Any] = {"valid": bool(command) and not refused, "steps": self.steps, "command": command}
+        observation = clean(feedback)
         if self.done:
             info.update(self.score(self.task, None))
             if not over:
@@ -260,9 +271,10 @@ def _game_task(settings: TextWorldSettings, split: str, kind: str, i: int) -> Ta
 def _cached_game(folder: Path, args: str, game_seed: int) -> dict[str, Any]:
     """The game's facts, making and compiling it first if the cache lacks it. The sidecar
     `<seed>.task.json` is written last, by rename, so a killed run never leaves a game that
-    looks complete; two processes making the same game both produce identical files."""
+    looks complete; two processes making the same game both produce identical files. A sidecar
+    whose game files are gone (a cache pruned by hand) makes the game again."""
     sidecar = folder / f"{game_seed}.task.json"
-    if sidecar.exists():
+    if sidecar.exists() and all((folder / f"{game_seed}{ext}").exists() for ext in (".z8", ".json")):
         return json.loads(sidecar.read_text())
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-") as tmp:
