@@ -9,7 +9,13 @@ import pytest
 
 from talentrl_cli.envs import make_env
 from talentrl_cli.envs.textworld_env import (
-    MAX_COMMAND, META_REFUSAL, META_VERBS, TextWorldEnv, _split_tasks, clean, command_of,
+    MAX_COMMAND,
+    META_REFUSAL,
+    META_VERBS,
+    TextWorldEnv,
+    _split_tasks,
+    clean,
+    command_of,
 )
 from talentrl_cli.errors import ConfigError
 
