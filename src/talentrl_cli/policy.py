@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from talentrl_cli import models
+from talentrl_cli.config import redact
 from talentrl_cli.errors import TalentRLError
 
 BASE_FILE = "base_model.json"
@@ -52,6 +53,7 @@ def save_policy(model: Any, tokenizer: Any, out_dir: Path, model_cfg: Any, base_
     tokenizer.save_pretrained(out_dir)
     base = {"kind": str(model_cfg.get("kind")), "name_or_path": model_cfg.get("name_or_path"), "path": base_path,
             "adapter": adapter, "dtype": str(model_cfg.get("dtype"))}
+    base = redact(base)  # a value interpolated from a credential (`${oc.env:...}`) stays out, as in the manifest
     (out_dir / BASE_FILE).write_text(json.dumps(base, indent=2, sort_keys=True) + "\n")
 
 

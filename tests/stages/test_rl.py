@@ -108,6 +108,30 @@ def test_eval_every_logs_held_out_greedy_em_before_every_nth_step_and_after_the_
     assert "dev_em_start" in artifact.manifest["metrics"]
 
 
+def test_no_secret_reaches_an_rl_or_eval_artifact_log_or_wandb_run(run_cli, trained, monkeypatch):
+    """Issue #18: credentials in the environment, one of them interpolated into the config,
+    appear nowhere under the root (manifests, logs, rollouts, the offline W&B runs)."""
+    from test_tracking import PLANTED
+
+    for key, value in PLANTED.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    secret = ("tracking=offline", "model.name_or_path=${oc.env:FAKE_SERVICE_API_KEY}")  # unused by model=tiny
+    artifact = _rl(run_cli, "rl.steps=1", "rl.log_rollouts_every=1", *secret)
+    code, out, err = run_cli("eval", "inputs.model=rl:latest", *WORLD, "eval.limit=2", "eval.max_new_tokens=6",
+                             "eval.max_steps=2", "eval.n_bootstrap=100", "index.k=2", "eval.modes=[talent]", *secret)
+    assert code == 0, err
+    evaluated = ArtifactStore(run_cli.root).resolve(out.split()[-1])
+    for manifest in (artifact.manifest, evaluated.manifest):
+        assert manifest["config"]["model"]["name_or_path"] == "***"
+    assert list((run_cli.root / ".wandb").rglob("*.wandb"))
+    for path in run_cli.root.rglob("*"):
+        if path.is_file():
+            blob = path.read_bytes()
+            for value in PLANTED.values():
+                assert value.encode() not in blob, f"{value} leaked into {path}"
+
+
 def test_bad_switches_end_in_one_clear_message(run_cli, trained):
     code, _, err = run_cli("rl", *WORLD, "rl.intervention=bogus")
     assert code == 1 and "rl.intervention='bogus' is not known" in err and "Traceback" not in err
