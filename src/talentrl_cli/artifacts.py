@@ -31,6 +31,7 @@ from talentrl_cli import __version__
 from talentrl_cli.errors import ArtifactError
 
 MANIFEST = "manifest.json"
+CHECKSUM = "manifest_sha256"
 LATEST = "latest"
 _REF = re.compile(r"^(?P<stage>[a-z][a-z0-9_]*):(?P<version>latest|v[1-9][0-9]*)$")
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
@@ -71,6 +72,14 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def manifest_checksum(manifest: dict[str, Any]) -> str:
+    """sha256 of the manifest's own fields (all but this one), canonical JSON: the file list's
+    digest covers the files, this covers the rest (config, inputs, metrics) against a changed
+    byte that still parses."""
+    body = {k: v for k, v in manifest.items() if k != CHECKSUM}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def content_digest(stage: str, config_hash: str, files: dict[str, str]) -> str:
@@ -149,6 +158,10 @@ class ArtifactStore:
             if path.is_symlink() and not path.resolve().is_relative_to(self.root):
                 raise ArtifactError(f"{stage}:{version} is a link to {path.resolve()}, outside the root {self.root}",
                                     "refs name artifacts inside the root; pass an outside folder by its path")
+            if path.is_dir() and not (path / MANIFEST).is_file():
+                raise ArtifactError(f"{stage}:{match['version']} = {path} has no {MANIFEST}: deleted, or not an artifact",
+                                    f"rebuild it with `talentrl {stage} --force`, or pass an intact version "
+                                    f"(`talentrl artifacts list {stage}`)")
             if pointed and not (path / MANIFEST).is_file():
                 raise ArtifactError(f"stale pointer {self.root / stage / LATEST}: it names {version}, which does "
                                     f"not exist under {self.root / stage}",
@@ -236,6 +249,7 @@ class ArtifactStore:
         with self._lock(stage):
             version = f"v{self._next_number(stage)}"
             manifest["version"] = version
+            manifest[CHECKSUM] = manifest_checksum(manifest)
             _write_json_durably(tmp / MANIFEST, manifest)
             final = self.root / stage / version
             os.rename(tmp, final)
@@ -282,7 +296,9 @@ def verify(artifact: Artifact) -> list[str]:
     problems += [f"unexpected file {name}" for name in sorted(actual - set(expected))]
     m = artifact.manifest
     if content_digest(m["stage"], m["config_hash"], expected) != m["digest"]:
-        problems.append("manifest digest does not match its file list")
+        problems.append(f"{MANIFEST}: its digest does not match its file list")
+    if CHECKSUM in m and manifest_checksum(m) != m[CHECKSUM]:  # artifacts published before it have none
+        problems.append(f"{MANIFEST}: changed since it was published ({CHECKSUM} mismatch)")
     return problems
 
 
