@@ -42,7 +42,7 @@ def main() -> None:
     for name, version in pins():
         try:
             latest, ids = advisories(name)
-        except OSError as err:
+        except (OSError, ValueError) as err:  # no answer, or not JSON
             print(f"| {name} | {version} | - | not checked ({err}) |")
             continue
         if latest != version:

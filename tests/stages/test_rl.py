@@ -56,6 +56,7 @@ def test_every_stage_chains_and_eval_reads_the_rl_policy(run_cli, trained):
     rollouts = [json.loads(line) for line in (artifact.path / "rollouts.jsonl").open()]
     assert {r["step"] for r in rollouts} == {0, 2} and all(len(r["ids"]) == len(r["mask"]) for r in rollouts)
     assert all(len(r["interventions"]) == 1 and r["route"] for r in rollouts)
+    assert "## Execution credit by action" in (artifact.path / "report.md").read_text()
     code, out, err = run_cli("eval", "inputs.model=rl:latest", *WORLD, "eval.limit=2", "eval.max_new_tokens=6",
                              "eval.max_steps=2", "eval.n_bootstrap=100", "index.k=2", "eval.modes=[talent]")
     assert code == 0, err

@@ -1,8 +1,12 @@
 """`report.md` and `curves.png` of an rl artifact: reward, routing accuracy and (with
-`rl.eval_every`) held-out greedy EM per step."""
+`rl.eval_every`) held-out greedy EM per step, and where the execution credit of the logged
+rollouts went, by action kind."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +23,39 @@ def write_report(out_dir: Path, rows: list[dict[str, Any]], cfg: Any) -> None:
              "![curves](curves.png)", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
+    logged = out_dir / "rollouts.jsonl"
+    if logged.is_file():
+        lines += credit_lines(credit_by_action([json.loads(line) for line in logged.open()]))
     (out_dir / "report.md").write_text("\n".join(lines) + "\n")
     plot_curves(rows, out_dir / "curves.png")
+
+
+def credit_by_action(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per action kind (an action's leading word, `invalid` for an unparsed turn): turns,
+    generated tokens, and the execution advantage they received, summed (A_exec x tokens)
+    and per token. Its sign says which behaviour the step's gradient pushed up or down:
+    e.g. `search` negative and `finish` positive is a run learning to stop searching."""
+    table: dict[str, dict[str, float]] = defaultdict(lambda: {"turns": 0, "tokens": 0, "credit": 0.0})
+    for record in records:
+        for step in record.get("steps", []):
+            word = re.match(r"[a-z_]+", str(step.get("action", "")).strip().lower())
+            kind = word.group(0) if step.get("valid", True) and word else "invalid"
+            row, tokens = table[kind], int(step.get("tokens", 0))
+            row["turns"] += 1
+            row["tokens"] += tokens
+            row["credit"] += float(record.get("a_exec", 0.0)) * tokens
+    for row in table.values():
+        row["per_token"] = row["credit"] / row["tokens"] if row["tokens"] else 0.0
+    return dict(sorted(table.items()))
+
+
+def credit_lines(table: dict[str, dict[str, float]]) -> list[str]:
+    if not table:
+        return []
+    lines = ["", "## Execution credit by action (the logged rollouts)", "",
+             "| action | turns | tokens | sum A_exec x tokens | A_exec per token |", "|---|---|---|---|---|"]
+    return lines + [f"| {kind} | {r['turns']} | {r['tokens']} | {r['credit']:+.1f} | {r['per_token']:+.3f} |"
+                    for kind, r in table.items()]
 
 
 def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
