@@ -23,7 +23,7 @@ success, routing entropy and accuracy against gold, A_route mean/std, the zero-a
 share, KL, clip fraction, grad norm, tokens, rollouts/s and wall time per phase; with
 `rl.eval_every=N`, `dev_em` before every Nth step and `dev_em_final` after the last);
 `rollouts.jsonl` (every `rl.log_rollouts_every`-th step's transcripts with token masks and
-advantages); `report.md` with `curves.png` (reward and routing accuracy per step).
+advantages); `report.md` with `curves.png` (reward and routing accuracy per step) and the execution credit by action.
 Checkpoints every `rl.save_steps` steps under `<root>/.checkpoints/rl/<key>/` (see
 `rl.checkpoint`); the published artifact appears only when the run finishes.
 """
