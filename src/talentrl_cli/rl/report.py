@@ -25,7 +25,8 @@ def write_report(out_dir: Path, rows: list[dict[str, Any]], cfg: Any) -> None:
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
     logged = out_dir / "rollouts.jsonl"
     if logged.is_file():
-        lines += credit_lines(credit_by_action([json.loads(line) for line in logged.open()]))
+        with logged.open() as handle:
+            lines += credit_lines(credit_by_action([json.loads(line) for line in handle]))
     (out_dir / "report.md").write_text("\n".join(lines) + "\n")
     plot_curves(rows, out_dir / "curves.png")
 
