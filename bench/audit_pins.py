@@ -39,7 +39,8 @@ def advisories(name: str) -> tuple[str, list[str]]:
 def main() -> None:
     print("| package | pin | latest | known advisories |\n|---|---|---|---|")
     checked = clean = 0
-    for name, version in pins():
+    pinned = pins()
+    for name, version in pinned:
         try:
             latest, ids = advisories(name)
         except (OSError, ValueError) as err:  # no answer, or not JSON
@@ -51,7 +52,7 @@ def main() -> None:
         checked += 1
         clean += not ids
         print(f"| {name} | {version} | {latest} | {', '.join(ids) if ids else 'none'} |")
-    print(f"\n{checked} of {len(pins())} pins checked, {clean} with no known advisory")
+    print(f"\n{checked} of {len(pinned)} pins checked, {clean} with no known advisory")
 
 
 if __name__ == "__main__":

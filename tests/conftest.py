@@ -27,6 +27,10 @@ def shared_data() -> Path:
     return path
 
 
+# the small WorldQA world the stage tests share: no embedder, built in well under a second
+SMALL_WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200")
+
+
 # -- test-only stages and a CLI runner --------------------------------------------------------
 
 

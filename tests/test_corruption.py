@@ -9,9 +9,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import run_stages
+from conftest import SMALL_WORLD, run_stages
 
-WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200", "index.k=2")
+WORLD = (*SMALL_WORLD, "index.k=2")
 EVAL_FAST = ("eval.limit=2", "eval.max_steps=2", "eval.max_new_tokens=6", "eval.n_bootstrap=100", "eval.modes=[talent]")
 RL_FAST = ("rl.steps=1", "rl.tasks_per_step=1", "rl.group_size=2", "rl.max_steps=2", "rl.max_new_tokens=6")
 POLICY_FILES = ("manifest.json", "adapter_model.safetensors", "tokenizer.json", "adapter_config.json",
@@ -75,3 +75,5 @@ def test_a_corrupt_input_is_refused_before_use_naming_the_file(built, run_cli, a
     assert name.rsplit("/", 1)[-1] in shown or (name == "manifest.json" and "manifest" in shown), err
     if reader[0] != "report":
         assert {p.name for p in (run_cli.root / reader[0]).glob("v*")} == published
+    else:
+        assert not (run_cli.root / "reports").exists()

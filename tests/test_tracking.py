@@ -14,6 +14,15 @@ PLANTED = {"FAKE_SERVICE_API_KEY": "sk-planted-0123456789abcdef",
            "HF_TOKEN": "hf_plantedTOKEN0123456789"}
 
 
+def assert_no_planted_secret(root: Path) -> None:
+    """No PLANTED value in any file under `root`."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            blob = path.read_bytes()
+            for value in PLANTED.values():
+                assert value.encode() not in blob, f"{value} leaked into {path}"
+
+
 def wandb_records(path: Path):
     """Decode a W&B transaction log (LevelDB log framing around protobuf `Record`s).
 
@@ -89,11 +98,7 @@ def test_offline_run_folder_holds_config_metrics_and_lineage(offline_runs):
 def test_no_secret_reaches_a_manifest_or_a_log(offline_runs):
     manifest = ArtifactStore(offline_runs).resolve("alpha:latest").manifest
     assert manifest["config"]["model"]["name_or_path"] == "***"
-    for path in offline_runs.rglob("*"):
-        if path.is_file():
-            blob = path.read_bytes()
-            for value in PLANTED.values():
-                assert value.encode() not in blob, f"{value} leaked into {path}"
+    assert_no_planted_secret(offline_runs)
 
 
 def test_unknown_tracking_mode_fails(run_cli, test_stages):

@@ -9,11 +9,11 @@ import re
 import shutil
 
 import pytest
-from conftest import run_stages
+from conftest import SMALL_WORLD, run_stages
 
 from talentrl_cli.artifacts import ArtifactStore
 
-WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200")
+WORLD = SMALL_WORLD
 EVAL_FAST = ("eval.limit=3", "eval.max_new_tokens=6", "eval.max_steps=2", "eval.n_bootstrap=200", "index.k=2")
 FAST = (*WORLD, *EVAL_FAST)
 

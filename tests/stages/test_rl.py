@@ -8,11 +8,11 @@ import json
 import shutil
 
 import pytest
-from conftest import run_stages
+from conftest import SMALL_WORLD, run_stages
 
 from talentrl_cli.artifacts import ArtifactStore
 
-WORLD = ("env.retriever=lexical", "env.n_entities=60", "env.n_tasks=200")
+WORLD = SMALL_WORLD
 RL_FAST = ("rl.tasks_per_step=2", "rl.group_size=2", "rl.interventions=1", "rl.max_steps=2",
            "rl.max_new_tokens=8", "index.k=2", "rl.lr=1e-3")
 TRAIN_KEYS = ("reward_mean", "a_route_mean", "a_route_std", "loss", "kl", "grad_norm", "policy_tokens", "rollouts")
@@ -112,7 +112,7 @@ def test_eval_every_logs_held_out_greedy_em_before_every_nth_step_and_after_the_
 def test_no_secret_reaches_an_rl_or_eval_artifact_log_or_wandb_run(run_cli, trained, monkeypatch):
     """Issue #18: credentials in the environment, one of them interpolated into the config,
     appear nowhere under the root (manifests, logs, rollouts, the offline W&B runs)."""
-    from test_tracking import PLANTED
+    from test_tracking import PLANTED, assert_no_planted_secret
 
     for key, value in PLANTED.items():
         monkeypatch.setenv(key, value)
@@ -126,11 +126,7 @@ def test_no_secret_reaches_an_rl_or_eval_artifact_log_or_wandb_run(run_cli, trai
     for manifest in (artifact.manifest, evaluated.manifest):
         assert manifest["config"]["model"]["name_or_path"] == "***"
     assert list((run_cli.root / ".wandb").rglob("*.wandb"))
-    for path in run_cli.root.rglob("*"):
-        if path.is_file():
-            blob = path.read_bytes()
-            for value in PLANTED.values():
-                assert value.encode() not in blob, f"{value} leaked into {path}"
+    assert_no_planted_secret(run_cli.root)
 
 
 def test_bad_switches_end_in_one_clear_message(run_cli, trained):
