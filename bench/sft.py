@@ -3,6 +3,7 @@ and eval seconds per episode at batch 16, in one run.
 
     python bench/sft.py                                   # model=smollm2, 32 examples, eval on 32 dev questions
     python bench/sft.py --root /tmp/demo --examples 64 --eval 48 -- sft.lr=1e-3
+    python bench/sft.py --root /tmp/bf16 -- model.dtype=bfloat16     # bf16 on a CPU with AMX / AVX512-BF16
 
 Runs `talentrl mine` and `talentrl index` (WorldQA) unless the root holds them, then
 `talentrl sft` with the overrides; then a plain loop over the same examples' token rows
@@ -29,7 +30,7 @@ def plain_peft_tokens_per_s(cfg, rows: list[list[int]]) -> float:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from talentrl_cli.models import lora_settings, model_path
+    from talentrl_cli.models import autocast, lora_settings, model_path
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(model_path(cfg.model), dtype=torch.float32)
@@ -40,7 +41,9 @@ def plain_peft_tokens_per_s(cfg, rows: list[list[int]]) -> float:
     for i, row in enumerate(rows):
         ids = torch.tensor([row])
         started = time.perf_counter()
-        model(input_ids=ids, labels=ids).loss.backward()
+        with autocast(cfg.model):  # the stage's precision: bf16 autocast where `models.cpu_bf16`
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if i:  # the first step warms up allocators and kernels
@@ -98,7 +101,7 @@ def main() -> None:
     print(f"TARGET {'met   ' if ratio >= TARGET_RATIO else 'MISSED'} sft / plain = {ratio:.2f} (>= {TARGET_RATIO})")
     if args.eval:
         started = time.perf_counter()
-        cli(args.root, "eval", "--force", model, f"inputs.model={ref}", f"eval.limit={args.eval}",
+        cli(args.root, "eval", "--force", model, *args.overrides, f"inputs.model={ref}", f"eval.limit={args.eval}",
             "eval.modes=[talent]", "eval.batch_size=16")
         per_episode = (time.perf_counter() - started) / args.eval
         print(f"eval, talent mode, batch 16, {args.eval} dev questions: {per_episode:.2f} s per episode "

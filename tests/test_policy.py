@@ -89,3 +89,34 @@ def test_vllm_receives_the_merged_weights_under_the_base_models_names(saved, mod
     for name, tensor in weights.items():
         torch.testing.assert_close(tensor, expected[name].data, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(_logits(trained), before)  # unmerged again
+
+
+@pytest.mark.parametrize(("asked", "native", "training", "loaded"), [
+    ("float32", True, False, torch.float32),
+    ("bfloat16", True, False, torch.bfloat16),   # generation in bf16 where the CPU has it
+    ("bfloat16", True, True, torch.float32),     # training keeps float32 weights (bf16 autocast)
+    ("bfloat16", False, False, torch.float32),   # emulated bf16 is slower than float32
+    ("float16", True, False, torch.float32),
+])
+def test_a_cpu_loads_bfloat16_only_where_it_multiplies_it_natively(monkeypatch, asked, native, training, loaded):
+    monkeypatch.setattr(models, "native_bf16_cpu", lambda: native)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = compose(["model=tiny", f"model.dtype={asked}"]).model
+    assert models.weights_dtype(cfg, training=training) == loaded
+    assert models.cpu_bf16(cfg) is (asked == "bfloat16" and native)
+    autocasting = models.autocast(cfg)
+    assert isinstance(autocasting, torch.autocast) is (asked == "bfloat16" and native)
+
+
+def test_the_generation_copy_is_the_merged_model_in_bfloat16_and_leaves_the_trained_one(saved, monkeypatch):
+    trained, _ = saved
+    monkeypatch.setattr(models, "native_bf16_cpu", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = compose(["model=tiny", "model.dtype=bfloat16"]).model
+    before = {n: p.clone() for n, p in trained.named_parameters()}
+    copy = policy.generation_copy(trained, cfg)
+    assert not hasattr(copy, "peft_config") and next(copy.parameters()).dtype == torch.bfloat16
+    assert hasattr(trained, "peft_config") and next(trained.parameters()).dtype == torch.float32
+    assert all(torch.equal(before[n], p) for n, p in trained.named_parameters())
+    # merged in float32, then cast: one rounding of the merged weights
+    torch.testing.assert_close(_logits(copy).float(), _logits(trained.eval()), atol=0.05, rtol=0.05)

@@ -75,7 +75,7 @@ def load_policy(model_cfg: Any, device: str | None = None) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
 
     path = model_path(model_cfg)
-    model = from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=torch_dtype(model_cfg))
+    model = from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=weights_dtype(model_cfg))
     model.eval()
     if device:
         model.to(device)
@@ -94,6 +94,7 @@ def from_pretrained(cls: Any, path: str, model_cfg: Any, **kwargs: Any) -> Any:
 
 
 def torch_dtype(model_cfg: Any) -> Any:
+    """`model.dtype` as asked for (see `weights_dtype` for what is loaded where)."""
     import torch
 
     name = str(model_cfg.get("dtype", "float32"))
@@ -103,6 +104,49 @@ def torch_dtype(model_cfg: Any) -> Any:
     if not isinstance(dtype, torch.dtype):
         raise ConfigError(f"model.dtype={name!r} is not a torch dtype", "use float32, bfloat16, float16 or auto")
     return dtype
+
+
+def native_bf16_cpu() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (Intel AMX or AVX512-BF16).
+
+    Why it matters: on such a CPU SmolLM2 prefills 3.4x and decodes 2.3x faster in bfloat16
+    than in float32, and LoRA training under bf16 autocast runs 1.7x faster (2 cores,
+    README: Measured figures); without it bfloat16 is emulated and slower than float32."""
+    import torch
+
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")  # torch.cpu's own probes (2.13)
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+
+
+def cpu_bf16(model_cfg: Any) -> bool:
+    """`model.dtype=bfloat16` on a CPU with native bf16: weights train in float32 under bf16
+    autocast, and generation runs on bfloat16 weights."""
+    import torch
+
+    return (not torch.cuda.is_available() and str(model_cfg.get("dtype")) == "bfloat16"
+            and native_bf16_cpu())
+
+
+def weights_dtype(model_cfg: Any, training: bool = False) -> Any:
+    """The dtype weights are loaded in: `model.dtype` on a GPU; on a CPU float32, except
+    bfloat16 for generation where the CPU has native bf16 (`cpu_bf16`). Half precision
+    elsewhere on a CPU is emulated (slow) or unsupported, so it falls back to float32."""
+    import torch
+
+    dtype = torch_dtype(model_cfg)
+    if torch.cuda.is_available() or dtype not in (torch.bfloat16, torch.float16):
+        return dtype
+    return torch.bfloat16 if cpu_bf16(model_cfg) and not training else torch.float32
+
+
+def autocast(model_cfg: Any) -> Any:
+    """The context training forwards run in: bf16 autocast under `cpu_bf16`, else none (a GPU
+    trains in the weights' own dtype)."""
+    from contextlib import nullcontext
+
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16) if cpu_bf16(model_cfg) else nullcontext()
 
 
 def lora_settings(model_cfg: Any) -> dict[str, Any]:

@@ -11,8 +11,10 @@ adapter (`adapter_config.json`, `adapter_model.safetensors`: load it with
 `PeftModel.from_pretrained(base, folder)`) or a full model. `artifact` is an `Artifact` (from
 the store) or a folder path; None means the config's base model (`model=`).
 
-The model goes on the GPU when one is present, in `model.dtype` (half precision on a CPU
-falls back to float32: it is slow or unsupported there), with `model.trust_remote_code`.
+The model goes on the GPU when one is present, in `model.dtype`, with
+`model.trust_remote_code`. On a CPU (`models.weights_dtype`) it trains in float32 and generates
+in float32, or in bfloat16 where the CPU has native bf16 and `model.dtype=bfloat16`: an adapter
+is then merged in float32 and the merged weights cast, so the cast rounds once.
 """
 
 from __future__ import annotations
@@ -33,16 +35,6 @@ def device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def load_dtype(model_cfg: Any) -> Any:
-    """`model.dtype`, except float32 for half precision without a GPU."""
-    import torch
-
-    dtype = models.torch_dtype(model_cfg)
-    if dtype in (torch.bfloat16, torch.float16) and not torch.cuda.is_available():
-        return torch.float32
-    return dtype
 
 
 def save_policy(model: Any, tokenizer: Any, out_dir: Path, model_cfg: Any, base_path: str) -> None:
@@ -72,9 +64,7 @@ def load_for_generation(model_cfg: Any, artifact: Any | None = None) -> tuple[An
     if artifact is None:
         return models.load_policy(model_cfg, device=device())
     model, tokenizer = _load(model_cfg, artifact, trainable=False)
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
-    return model.eval().to(device()), tokenizer
+    return generation_copy(model, model_cfg, copy=False), tokenizer
 
 
 def load_for_training(model_cfg: Any, artifact: Any | None = None, full_finetune: bool = False) -> tuple[Any, Any]:
@@ -91,6 +81,23 @@ def load_for_training(model_cfg: Any, artifact: Any | None = None, full_finetune
         if not full_finetune:
             model = get_peft_model(model, LoraConfig(**models.lora_settings(model_cfg)))
     return model.train().to(device()), tokenizer
+
+
+def generation_copy(model: Any, model_cfg: Any, copy: bool = True) -> Any:
+    """`model` as generation runs it: the adapter merged, in eval mode, on the device, in
+    the generation dtype (`models.weights_dtype`). `copy=False` merges in place (the
+    model is not trained afterwards); rl passes a copy of its training model each step."""
+    import copy as copying
+
+    model = copying.deepcopy(model) if copy else model
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    return model.eval().to(device=device(), dtype=_generation_dtype(model, model_cfg))
+
+
+def _generation_dtype(model: Any, model_cfg: Any) -> Any:
+    dtype = models.weights_dtype(model_cfg)
+    return next(model.parameters()).dtype if dtype == "auto" else dtype
 
 
 def reference(model: Any) -> Any:
@@ -133,7 +140,7 @@ def _load(model_cfg: Any, artifact: Any, trainable: bool) -> tuple[Any, Any]:
 def _from_pretrained(path: str, model_cfg: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
-    return models.from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=load_dtype(model_cfg))
+    return models.from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=models.weights_dtype(model_cfg, training=True))
 
 
 def _folder(artifact: Any) -> Path:

@@ -34,13 +34,14 @@ def train(cfg: Any, messages: list[list[dict[str, str]]], out_dir: Path, checkpo
     from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig
 
-    from talentrl_cli import models, policy, progress, prompts
+    from talentrl_cli import models, progress, prompts
 
     sft, model_cfg = cfg.sft, cfg.model
     path = models.model_path(model_cfg)
     tokenizer = models.load_tokenizer(model_cfg)
     tokenizer.chat_template = prompts.training_chat_template(tokenizer)
-    model = models.from_pretrained(AutoModelForCausalLM, path, model_cfg, dtype=policy.load_dtype(model_cfg))
+    model = models.from_pretrained(AutoModelForCausalLM, path, model_cfg,
+                                   dtype=models.weights_dtype(model_cfg, training=True))
     check_lengths(tokenizer, messages, int(sft.max_length))
     resume_from = last_checkpoint(checkpoints) if resume else None
     trainer = trainer_class(route_weight(cfg))(model=model, args=SFTConfig(**training_args(cfg, checkpoints)),
@@ -143,8 +144,11 @@ def training_args(cfg: Any, checkpoints: Path) -> dict[str, Any]:
     import torch
 
     sft, model_cfg = cfg.sft, cfg.model
+    from talentrl_cli import models
+
     gpu = torch.cuda.is_available()
-    bf16 = gpu and str(model_cfg.get("dtype")) == "bfloat16"
+    # on a CPU, bf16 is Trainer's bf16 autocast over float32 weights (`models.cpu_bf16`)
+    bf16 = (gpu and str(model_cfg.get("dtype")) == "bfloat16") or models.cpu_bf16(model_cfg)
     return dict(
         output_dir=str(checkpoints), num_train_epochs=float(sft.epochs), max_steps=int(sft.max_steps),
         learning_rate=float(sft.lr), per_device_train_batch_size=int(sft.batch_size),

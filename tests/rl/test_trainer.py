@@ -152,3 +152,15 @@ def test_the_kl_reference_is_the_starting_policy_under_lora_and_full_fine_tuning
     rows = [trainer.step(s)[0] for s in range(3)]
     assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-9)  # before any update the policy is its reference
     assert rows[2]["kl"] > 1e-6
+
+
+@pytest.mark.skipif(not __import__("talentrl_cli.models").models.native_bf16_cpu(), reason="this CPU has no native bf16")
+def test_with_cpu_bf16_rollouts_run_on_a_bfloat16_copy_and_the_adapter_still_learns():
+    trainer = make_trainer("model.dtype=bfloat16", "rl.beta=0.1")
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    rows = [trainer.step(s)[0] for s in range(2)]
+    served = trainer.agent.backend.model
+    assert served is not trainer.model and next(served.parameters()).dtype == torch.bfloat16
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())  # the weights train in float32
+    assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-6) and rows[1]["kl"] > 0
+    assert any(not torch.equal(before[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad)
