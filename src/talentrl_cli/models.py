@@ -12,6 +12,7 @@ handed the same path. `trust_remote_code` is false unless the config sets it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -106,12 +107,14 @@ def torch_dtype(model_cfg: Any) -> Any:
     return dtype
 
 
+@functools.cache
 def native_bf16_cpu() -> bool:
     """Whether this CPU multiplies bfloat16 natively (Intel AMX or AVX512-BF16).
 
-    Why it matters: on such a CPU SmolLM2 prefills 3.4x and decodes 2.3x faster in bfloat16
-    than in float32, and LoRA training under bf16 autocast runs 1.7x faster (2 cores,
-    README: Measured figures); without it bfloat16 is emulated and slower than float32."""
+    Why it matters: without it bfloat16 is emulated and slower than float32. With AMX (2
+    cores, SmolLM2) a lone forward prefills 733 -> 2476 tokens/s and the engine decodes 63 ->
+    146 new tokens/s, but whole runs gain less: the demo's eval 100 -> 76 s (zero-shot) and
+    132 -> 116 s (talent), its SFT 331 -> 328 tokens/s; so smollm2 stays float32."""
     import torch
 
     probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")  # torch.cpu's own probes (2.13)

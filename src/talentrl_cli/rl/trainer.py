@@ -21,7 +21,8 @@ One step (DESIGN §2), timed per phase:
    tokens, 0 on prompt and observation tokens.
 5. log-probs: the reference's (adapter disabled) when beta > 0, and the rollout-time old
    log-probs when num_iterations > 1 (with one pass the ratio is exactly 1 and old = new,
-   detached, as in TRL).
+   detached, as in TRL). Under `models.cpu_bf16` forwards run in bf16 autocast and rollouts
+   on a merged bfloat16 copy of the policy, rebuilt after each optimizer step.
 6. backward + optimizer: the clipped surrogate over micro-batches, normalised by the active
    tokens of the whole step across micro-batches and processes. Without KL (beta 0), a rollout
    whose tokens all have zero advantage (an equal-reward group, no routing contrast) adds no
@@ -310,17 +311,16 @@ class Trainer:
                             "weights": w.to(device), "active": active.to(device)})
         return batches
 
-    def _logps(self, b: dict[str, Any]) -> Any:
-        with models.autocast(self.cfg.model):
-            return sequence_logps(self.model, b["ids"], b["attention"])
+    def _logps(self, b: dict[str, Any], model: Any = None) -> Any:
+        with models.autocast(self.cfg.model):  # bf16 autocast on a CPU with native bf16 (`models.cpu_bf16`)
+            return sequence_logps(self.model if model is None else model, b["ids"], b["attention"])
 
     def _ref_logps(self, b: dict[str, Any]) -> Any:
         if self.frozen is not None:
-            with models.autocast(self.cfg.model):
-                return sequence_logps(self.frozen, b["ids"], b["attention"])
+            return self._logps(b, self.frozen)
         model = self.accelerator.unwrap_model(self.model)
-        with policy.reference(model), models.autocast(self.cfg.model):
-            return sequence_logps(model, b["ids"], b["attention"])
+        with policy.reference(model):
+            return self._logps(b, model)
 
     # -- one step -----------------------------------------------------------------------------
 
