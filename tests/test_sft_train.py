@@ -1,5 +1,6 @@
 """`sft_train.training_args`: the GPU presets train in bf16 with activation checkpointing; the
-same config on a CPU falls back to fp32 without them being asked for twice."""
+same config on a CPU trains under bf16 autocast only where the CPU has native bf16, else fp32,
+without either being asked for twice."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.parametrize("native_bf16", [False, True])
 @pytest.mark.parametrize("preset", ["qwen2.5-7b", "qwen3-8b", "llama3.1-8b"])
-def test_gpu_presets_give_bf16_and_checkpointing_on_a_gpu_and_fp32_on_a_cpu(preset, monkeypatch, tmp_path):
+def test_gpu_presets_give_bf16_and_checkpointing_on_a_gpu_and_cpu_bf16_only_where_native(
+        preset, native_bf16, monkeypatch, tmp_path):
     import torch
 
+    from talentrl_cli import models
     from talentrl_cli.config import compose
     from talentrl_cli.sft_train import training_args
 
@@ -20,8 +24,9 @@ def test_gpu_presets_give_bf16_and_checkpointing_on_a_gpu_and_fp32_on_a_cpu(pres
     gpu = training_args(cfg, Path(tmp_path))
     assert gpu["bf16"] is True and gpu["use_cpu"] is False and gpu["activation_checkpointing"] is True
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(models, "native_bf16_cpu", lambda: native_bf16)
     cpu = training_args(cfg, Path(tmp_path))
-    assert cpu["bf16"] is False and cpu["use_cpu"] is True
+    assert cpu["bf16"] is native_bf16 and cpu["use_cpu"] is True
 
 
 def test_tiny_model_trains_in_fp32_without_checkpointing(tmp_path):
