@@ -57,3 +57,16 @@ def test_envs_sample_unknown_env_suggests_the_closest(run_cli):
     code, out, err = run_cli("envs", "sample", "worldqz", "-n", "1")
     assert code == 1
     assert "worldqz" in err and "did you mean" in err and "worldqa" in err
+
+
+def test_a_lowercase_action_argument_is_printed_not_read_as_markup():
+    from types import SimpleNamespace
+
+    from talentrl_cli import report
+
+    step = SimpleNamespace(thought="pick [red]", action="click[buy now]", observation="[back to search] page")
+    with report.console.capture() as captured:
+        report._print_trajectory(SimpleNamespace(steps=[step], success=True, final_answer="[x]"))
+    text = captured.get()
+    for literal in ("pick [red]", "click[buy now]", "[back to search] page", "answer: [x]"):
+        assert literal in text, text

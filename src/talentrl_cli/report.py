@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -102,7 +103,7 @@ def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> 
         facts = f"answers: {task.answers}\nstrategy: {task.strategy}\nplan: {task.plan}"
         opening = prompts.first_observation(task)
         text = f"{task.question}\n\n{opening}\n\n{facts}" if opening else f"{task.question}\n\n{facts}"
-        console.print(Panel(text, title=f"{task.id}", expand=False))
+        console.print(Panel(escape(text), title=escape(task.id), expand=False))
         if expert is not None:
             _print_trajectory(expert(task, **clean))
 
@@ -110,10 +111,11 @@ def print_env_sample(name: str, *, n: int, split: str, overrides: list[str]) -> 
 def _print_trajectory(trajectory: Any) -> None:
     for i, step in enumerate(trajectory.steps, 1):
         if step.thought:
-            console.print(f"[cyan]Thought {i}:[/] {step.thought}")
-        console.print(f"[magenta]Action {i}:[/] {step.action}")
-        console.print(f"[dim]Observation {i}:[/] {step.observation[:300]}")
-    console.print(f"success: {trajectory.success}  answer: {trajectory.final_answer}\n")
+            console.print(f"[cyan]Thought {i}:[/] {escape(step.thought)}")
+        # actions are `tool[argument]`: unescaped, rich reads `[argument]` as a markup tag and drops it
+        console.print(f"[magenta]Action {i}:[/] {escape(step.action)}")
+        console.print(f"[dim]Observation {i}:[/] {escape(step.observation[:300])}")
+    console.print(f"success: {trajectory.success}  answer: {escape(str(trajectory.final_answer))}\n")
 
 
 def print_skill_ranking(store: Any, index_ref: str, text: str, talent: str | None, k: int,

@@ -8,7 +8,13 @@ import itertools
 import numpy as np
 import pytest
 
-from talentrl_cli.rl.advantages import EXECUTION, ROUTING, Credit, zero_advantage_share
+from talentrl_cli.rl.advantages import (
+    EXECUTION,
+    ROUTING,
+    Credit,
+    informative_groups,
+    zero_advantage_share,
+)
 
 PI = np.array([0.5, 0.3, 0.2])      # pi_route(t | x) over 3 talents
 Q = np.array([0.9, 0.4, 0.1])       # success rate of each talent on the task
@@ -70,6 +76,14 @@ def test_groups_of_equal_rewards_give_zero_and_are_counted():
     credit = Credit(rewards=[1, 1, 0, 1], group=[0, 0, 1, 1])
     np.testing.assert_allclose(EXECUTION.get("grpo")(credit)[:2], [0, 0])
     assert zero_advantage_share(credit) == 0.5
+
+
+def test_informative_groups_keep_any_execution_or_routing_signal_in_first_seen_order():
+    group = np.array([3, 3, 1, 1, 7, 7, 5, 5])
+    a_exec = np.array([0.0, 0.0, 0.7, -0.7, 0.0, 0.0, 0.0, 0.0])
+    a_route = np.array([0.0, 0.0, 0.0, 0.0, 0.0, -0.4, 0.0, 0.0])  # group 7: a routing contrast only
+    assert informative_groups(group, a_exec, a_route) == [1, 7]
+    assert informative_groups(group, np.zeros(8), np.zeros(8)) == []
 
 
 def test_an_unknown_estimator_is_a_config_error():

@@ -164,3 +164,21 @@ def test_with_cpu_bf16_rollouts_run_on_a_bfloat16_copy_and_the_adapter_still_lea
     assert all(p.dtype == torch.float32 for p in trainer.model.parameters())  # the weights train in float32
     assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-6) and rows[1]["kl"] > 0
     assert any(not torch.equal(before[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad)
+
+
+def test_filter_groups_trains_only_groups_with_an_advantage_and_logs_every_draw():
+    """DAPO's dynamic sampling: every kept group carries an advantage, the step draws more
+    tasks than it keeps when some groups are flat, and a step's draws are its own (disjoint
+    from the next step's: a function of the step, so resume needs no cursor)."""
+    trainer = make_trainer("rl.filter_groups=true", "rl.max_gen_batches=3", "rl.tasks_per_step=2",
+                           "rl.interventions=0", "rl.routing_credit=terminal", tasks=toy.toy_tasks(12))
+    row, out = trainer.step(0)
+    assert 0 < row["groups_trained"] == len(out.tasks) <= 2 <= row["groups_drawn"] <= 6
+    for g in range(len(out.tasks)):
+        assert any(out.a_exec[j] or out.a_route[j] for j, x in enumerate(out.group) if x == g)
+    drawn = [{t.id for t in trainer.step_tasks(s, d)} for s in (0, 1) for d in range(3)]
+    assert {t.id for t in out.tasks} <= set().union(*drawn[:3])
+    assert set().union(*drawn[:3]).isdisjoint(set().union(*drawn[3:]))
+    assert row["rollouts"] == 4 * row["groups_drawn"]  # G=4, no interventions: the filtered groups' count too
+    with pytest.raises(Exception, match="max_gen_batches"):
+        make_trainer("rl.filter_groups=true", "rl.max_gen_batches=0")

@@ -136,3 +136,13 @@ def zero_advantage_share(credit: Credit) -> float:
     groups = np.unique(credit.group)
     flat = sum(1 for g in groups if np.ptp(credit.rewards[credit.group == g]) == 0)
     return flat / len(groups) if len(groups) else 0.0
+
+
+def informative_groups(group: np.ndarray, a_exec: np.ndarray, a_route: np.ndarray) -> list[int]:
+    """The groups, in first-seen order, with a nonzero advantage on some rollout: execution
+    or routing. The rest add no gradient (without KL); DAPO's dynamic sampling
+    (`rl.filter_groups`) draws further tasks in their place."""
+    group = np.asarray(group)
+    signal = (np.abs(np.asarray(a_exec)) + np.abs(np.asarray(a_route))) > 0
+    order = list(dict.fromkeys(group.tolist()))
+    return [g for g in order if bool(signal[group == g].any())]

@@ -18,7 +18,10 @@ One step (DESIGN §2), timed per phase:
    time between the two phases by the tokens each one's sequences hold.
 4. credit: A_exec and A_route from the registries (`advantages`), as per-token weights
    (`loss.token_advantages`): A_route on talent-label tokens, A_exec on generated execution
-   tokens, 0 on prompt and observation tokens.
+   tokens, 0 on prompt and observation tokens. `rl.filter_groups` (DAPO's dynamic sampling)
+   keeps only groups with an advantage somewhere and draws further tasks, up to
+   `rl.max_gen_batches` batches, to fill the step (`collect_step`); `reward_drawn_mean` is the
+   reward over everything drawn, `reward_mean` over what was trained.
 5. log-probs: the reference's (adapter disabled) when beta > 0, and the rollout-time old
    log-probs when num_iterations > 1 (with one pass the ratio is exactly 1 and old = new,
    detached, as in TRL). Under `models.cpu_bf16` forwards run in bf16 autocast and rollouts
@@ -83,6 +86,34 @@ class Collected:
     zero_share: float = 0.0
     reused: int = 0  # interventions under the sampled talent: its rollout, not run again
     seconds: dict[str, float] = field(default_factory=dict)
+    drawn: int = 0      # groups run (`rl.filter_groups`: with those filtered out); 0: len(tasks)
+    discarded: int = 0  # rollouts run for the groups filtered out
+    drawn_rewards: list[float] = field(default_factory=list)  # every draw's trained-rollout rewards
+
+
+def ran_rollouts(out: Collected) -> int:
+    return len(out.episodes) + sum(len(x) for x in out.interventions) - out.reused
+
+
+def keep_groups(out: Collected, groups: Sequence[int]) -> Collected:
+    """`out` with only `groups`, renumbered in that order; advantages are left to recompute."""
+    index = {g: k for k, g in enumerate(groups)}
+    rows = [j for j, g in enumerate(out.group) if g in index]
+    return Collected(episodes=[out.episodes[j] for j in rows], interventions=[out.interventions[j] for j in rows],
+                     group=[index[out.group[j]] for j in rows], probs=[out.probs[j] for j in rows],
+                     tasks=[out.tasks[g] for g in groups], dists=[out.dists[g] for g in groups],
+                     reused=sum(1 for j in rows for x in out.interventions[j] if x is out.episodes[j]))
+
+
+def concat(parts: Sequence[Collected]) -> Collected:
+    """One step's groups from several draws, group ids offset to stay distinct."""
+    out = Collected()
+    for part in parts:
+        out.group += [len(out.tasks) + g for g in part.group]
+        for name in ("episodes", "interventions", "probs", "tasks", "dists"):
+            getattr(out, name).extend(getattr(part, name))
+        out.reused += part.reused
+    return out
 
 
 def credit_of(out: Collected) -> adv.Credit:
@@ -124,16 +155,27 @@ class Trainer:
             raise ConfigError(f"rl.tasks_per_step={self.rl.tasks_per_step} does not split over "
                               f"{accelerator.num_processes} processes",
                               "use a multiple of the process count: every process runs the same number of groups")
+        # DAPO's dynamic sampling: a step owns `max_gen_batches` draws of tasks (`collect_step`)
+        self.filter_groups = switch_on(self.rl.filter_groups)
+        self.draws = int(self.rl.max_gen_batches) if self.filter_groups else 1
+        if self.draws < 1:
+            from talentrl_cli.errors import ConfigError
+
+            raise ConfigError(f"rl.max_gen_batches={self.rl.max_gen_batches} must be at least 1",
+                              "it is how many batches of rl.tasks_per_step tasks a step may draw")
         self.rollout = RolloutConfig(int(self.rl.max_steps), int(self.rl.max_new_tokens), int(self.rl.max_total_tokens),
                                      float(self.rl.temperature), float(self.rl.top_p), int(cfg.seed))
 
     # -- tasks --------------------------------------------------------------------------------
 
-    def step_tasks(self, step: int) -> list[Any]:
-        """This process's tasks of `step`: epochs of a seeded shuffle, then every world-th."""
+    def step_tasks(self, step: int, draw: int = 0) -> list[Any]:
+        """This process's tasks of `step` (its `draw`-th batch under `rl.filter_groups`): epochs
+        of a seeded shuffle, then every world-th. A step owns `self.draws` consecutive batches,
+        so its tasks are a function of the step alone and a resumed run needs no task cursor."""
         n, per = len(self.tasks), int(self.rl.tasks_per_step)
         picked = []
-        for position in range(step * per, (step + 1) * per):
+        first = (step * self.draws + draw) * per
+        for position in range(first, first + per):
             epoch, offset = divmod(position, n)
             order = np.random.default_rng([int(self.cfg.seed), epoch]).permutation(n)
             picked.append(self.tasks[int(order[offset])])
@@ -207,6 +249,34 @@ class Trainer:
         self._credit(out)
         self.model.train()
         return out
+
+    def collect_step(self, step: int) -> Collected:
+        """The step's groups. Under `rl.filter_groups` (DAPO's dynamic sampling) only groups
+        with an advantage somewhere are kept, and further batches of tasks are drawn, up to
+        `rl.max_gen_batches`, to fill this process's share: at a low success rate most groups
+        are all-zero and would teach nothing. What was filtered out is logged, not trained."""
+        if not self.filter_groups:
+            return self.collect(self.step_tasks(step), step)
+        quota, parts, seconds = len(self.step_tasks(step)), [], {}
+        kept = drawn = flat = discarded = 0
+        rewards: list[float] = []
+        for draw in range(self.draws):
+            out = self.collect(self.step_tasks(step, draw), step)
+            rewards += [ep.reward for ep in out.episodes]
+            part = keep_groups(out, adv.informative_groups(out.group, out.a_exec, out.a_route)[:quota - kept])
+            parts.append(part)
+            kept += len(part.tasks)
+            drawn, flat = drawn + len(out.tasks), flat + round(out.zero_share * len(out.tasks))
+            discarded += ran_rollouts(out) - ran_rollouts(part)
+            for k, v in out.seconds.items():
+                seconds[k] = seconds.get(k, 0.0) + v
+            if kept >= quota:
+                break
+        merged = concat(parts)
+        self._credit(merged)
+        merged.zero_share, merged.drawn, merged.discarded, merged.seconds = flat / max(drawn, 1), drawn, discarded, seconds
+        merged.drawn_rewards = rewards
+        return merged
 
     def _plan(self, task: Any, dist: dict[str, float], step: int) -> tuple[list[str | None], list[list[str | None]]]:
         """(talents of the trained rollouts, their intervention talents) for one task."""
@@ -326,7 +396,7 @@ class Trainer:
 
     def step(self, step: int) -> tuple[dict[str, Any], Collected]:
         started = time.perf_counter()
-        out = self.collect(self.step_tasks(step), step)
+        out = self.collect_step(step)
         stats = self.update(out)
         row = self._row(step, out, stats, time.perf_counter() - started)
         return row, out
@@ -340,8 +410,10 @@ class Trainer:
             "em": sum(e.scores.get("em", 0.0) for e in eps), "f1": sum(e.scores.get("f1", 0.0) for e in eps),
             "success": sum(float(e.reward > 0) for e in eps), "policy_tokens": sum(e.policy_tokens for e in eps),
             "a_route": float(np.sum(out.a_route)), "a_route_sq": float(np.sum(out.a_route ** 2)),
-            "rollouts": len(eps) + sum(len(x) for x in out.interventions) - out.reused, "reused": out.reused,
-            "tasks": len(out.dists), "zero_groups": out.zero_share * len(out.dists),
+            "drawn_reward": sum(out.drawn_rewards or [e.reward for e in eps]), "n_drawn": len(out.drawn_rewards or eps),
+            "rollouts": ran_rollouts(out) + out.discarded, "reused": out.reused,
+            "tasks": len(out.dists), "drawn": out.drawn or len(out.dists),
+            "zero_groups": out.zero_share * (out.drawn or len(out.dists)),
             "entropy": sum(_entropy(d) for d in out.dists),
             "route_hits": sum(self._route_hit(task, d) for task, d in zip(out.tasks, out.dists, strict=True)),
             "route_known": sum(1 for task, d in zip(out.tasks, out.dists, strict=True)
@@ -358,7 +430,9 @@ class Trainer:
             "route_entropy": t["entropy"] / max(t["tasks"], 1.0),
             "route_acc": t["route_hits"] / t["route_known"] if t["route_known"] else None,
             "a_route_mean": t["a_route"] / n, "a_route_std": _std(t["a_route"], t["a_route_sq"], n),
-            "zero_adv_share": t["zero_groups"] / max(t["tasks"], 1.0),
+            "reward_drawn_mean": t["drawn_reward"] / max(t["n_drawn"], 1.0),  # = reward_mean unless filtered
+            "zero_adv_share": t["zero_groups"] / max(t["drawn"], 1.0), "groups_drawn": int(t["drawn"]),
+            "groups_trained": int(t["tasks"]),
             "kl": t["kl_sum"] / max(t["tokens"], 1.0), "clip_frac": t["clipped_sum"] / max(t["tokens"], 1.0),
             "grad_norm": stats["grad_norm"], "loss": t["loss"], "policy_tokens": int(t["policy_tokens"]),
             "rollouts": int(t["rollouts"]), "reused_interventions": int(t["reused"]), "rollouts_per_s": t["rollouts"] / seconds if seconds else None,
