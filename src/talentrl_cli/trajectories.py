@@ -55,6 +55,8 @@ _ALFWORLD_FIELDS |= {"task_type", "source"}
 @TRAJECTORY_SOURCES.register("native")
 @TRAJECTORY_SOURCES.register("worldqa")
 @TRAJECTORY_SOURCES.register("textworld")
+@TRAJECTORY_SOURCES.register("webshop")
+@TRAJECTORY_SOURCES.register("alfworld")
 def load_native(
     path: str | os.PathLike,
     on_error: str = "fail",

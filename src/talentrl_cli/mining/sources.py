@@ -45,7 +45,8 @@ def load_source(source_cfg: Any, on_error: str, stats: ReadStats, seed: int) -> 
 
 
 # the envs whose scripted expert writes trajectories when no file is given: source=NAME, env=NAME
-EXPERT_ENVS = {"worldqa": "talentrl_cli.envs.worldqa.env", "textworld": "talentrl_cli.envs.textworld_env"}
+EXPERT_ENVS = {"worldqa": "talentrl_cli.envs.worldqa.env", "textworld": "talentrl_cli.envs.textworld_env",
+               "webshop": "talentrl_cli.envs.webshop.expert", "alfworld": "talentrl_cli.envs.alfworld_env"}
 
 
 def _generate(source_cfg: Any, seed: int) -> list[Trajectory]:
