@@ -312,7 +312,7 @@ def test_generated_scenes_without_the_pddl_engine_say_so(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "fast_downward" else real(name, *a))
     scenes.split_tasks.cache_clear()
-    with pytest.raises(ConfigError, match=r"textworld\[pddl\]"):
+    with pytest.raises(ConfigError, match=r"talentrl\[alfworld\]"):
         make_env("alfworld", {"scenes": "generated"}).tasks("dev")
 
 

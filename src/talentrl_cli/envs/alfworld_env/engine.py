@@ -44,7 +44,7 @@ def missing(data_dir: str | None = None) -> list[str]:
     if importlib.util.find_spec("alfworld") is None:
         needs.append("the alfworld package")
     elif importlib.util.find_spec("fast_downward") is None:
-        needs.append("fast_downward (textworld[pddl])")
+        needs.append("fast_downward (pip install 'talentrl[alfworld]')")
     games = data_root(data_dir) / GAMES_DIR
     if not games.is_dir():
         needs.append(f"its game files ({games} is absent)")

@@ -12,7 +12,7 @@ its own seed, sha256 of env seed, split and index). It is written as ALFWorld's 
 `pddl_problem`, cached under `$TALENTRL_CACHE/alfworld/generated`. The expert is the template's
 script (`go to`, `open`, `take`, `clean`/`heat`/`cool`, `use`, `move`), which the engine checks:
 a scene whose script does not win is an error. Needs textworld's PDDL support
-(`pip install 'textworld[pddl]'`, which brings fast_downward); the domain and grammar come from
+(`pip install 'talentrl[alfworld]'`: fast-downward-textworld, which textworld[pddl] names); the domain and grammar come from
 `env.logic_dir`, `$ALFWORLD_DATA/logic` (`~/.cache/alfworld`), the `alfworld` package or shared/data/alfworld/raw.
 """
 
@@ -32,7 +32,7 @@ from talentrl_cli.envs.alfworld_env.tasks import TASK_TYPES, default_tasks_file,
 from talentrl_cli.errors import ConfigError, DataError
 from talentrl_cli.schema import Task
 
-PDDL_INSTALL = "pip install 'textworld[pddl]' (fast_downward; textworld==1.7.0)"
+PDDL_INSTALL = "pip install 'talentrl[alfworld]' (fast-downward-textworld: a C++ build, needs cmake and g++)"
 LOGIC_FILES = ("alfred.pddl", "alfred.twl2")
 # receptacles (openable ones marked *) and the objects found in each room
 ROOMS = {
