@@ -16,6 +16,7 @@ from talentrl_cli.registry import Registry
 from talentrl_cli.schema import Task
 
 ENVS: Registry[type[Environment]] = Registry("environment")
+EPISODE_OVER = "The episode is over; call reset() for a new task."  # a step after done
 
 
 class Environment(ABC):

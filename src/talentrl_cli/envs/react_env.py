@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from talentrl_cli.envs.base import Environment
+from talentrl_cli.envs.base import EPISODE_OVER, Environment
 from talentrl_cli.envs.search import Action, SearchSession, SearchTool, parse_action
 from talentrl_cli.schema import Task
 
@@ -62,7 +62,7 @@ class SearchEnvironment(Environment):
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self.task is None or self.done:
-            return "The episode is over; call reset() for a new task.", 0.0, True, {"valid": False}
+            return EPISODE_OVER, 0.0, True, {"valid": False}
         self.steps += 1
         parsed = parse_action(action)
         info: dict[str, Any] = {

@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from talentrl_cli.envs.base import ENVS, Environment
+from talentrl_cli.envs.base import ENVS, EPISODE_OVER, Environment
 from talentrl_cli.envs.search import ACTION_MARK
 from talentrl_cli.envs.settings import settings_from_cfg
 from talentrl_cli.errors import ConfigError, DataError
@@ -123,7 +123,7 @@ class TextWorldEnv(Environment):
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self.task is None or self.done:
-            return "The episode is over; call reset() for a new task.", 0.0, True, {"valid": False}
+            return EPISODE_OVER, 0.0, True, {"valid": False}
         command = command_of(action)
         self.steps += 1
         refused = command.split(" ")[0] in META_VERBS

@@ -41,7 +41,7 @@ from talentrl_cli.envs.alfworld_env.tasks import (
     split_opening,
     task_type_of,
 )
-from talentrl_cli.envs.base import ENVS, Environment
+from talentrl_cli.envs.base import ENVS, EPISODE_OVER, Environment
 from talentrl_cli.envs.search import ACTION_MARK
 from talentrl_cli.envs.settings import settings_from_cfg
 from talentrl_cli.errors import ConfigError
@@ -49,7 +49,6 @@ from talentrl_cli.schema import Step, Task, Trajectory
 
 SPLITS = ("train", "dev", "test")
 SCENES = ("alfworld", "generated")
-OVER = "The episode is over; call reset() for a new task."
 THINK_REPLY = "OK."
 _HIDDEN = re.compile(r"^(examine|look|inventory|help)\b")
 _THINK = re.compile(r"^\s*think\s*:", re.I)
@@ -145,7 +144,7 @@ class AlfWorldEnv(Environment):
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self.task is None or self.done:
-            return OVER, 0.0, True, {"valid": False}
+            return EPISODE_OVER, 0.0, True, {"valid": False}
         self.steps += 1
         if _THINK.match(ACTION_MARK.split(str(action))[-1]):
             feedback, over, valid, command = THINK_REPLY, False, True, "think"

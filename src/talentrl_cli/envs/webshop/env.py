@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from talentrl_cli.envs.base import ENVS, Environment
+from talentrl_cli.envs.base import ENVS, EPISODE_OVER, Environment
 from talentrl_cli.envs.search import parse_action
 from talentrl_cli.envs.settings import settings_from_cfg
 from talentrl_cli.envs.webshop import pages
@@ -60,7 +60,6 @@ SPLITS = ("train", "dev", "test")
 GOAL_KINDS = ("synthetic", "human")
 INSTALL = "pip install 'talentrl[envs]' (bm25s, rapidfuzz)"
 DATA_HINT = "put shared/data beside the checkout, set TALENTRL_DATA=/path/to/data or env.data_dir=DIR"
-OVER = "The episode is over; call reset() for a new task."
 
 
 @dataclass
@@ -154,7 +153,7 @@ class WebShopEnv(Environment):
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self.task is None or self.done:
-            return OVER, 0.0, True, {"valid": False}
+            return EPISODE_OVER, 0.0, True, {"valid": False}
         self.steps += 1
         info: dict[str, Any] = {"valid": False, "steps": self.steps}
         observation = self._apply(action, info)
