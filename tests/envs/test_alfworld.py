@@ -20,7 +20,6 @@ import pytest
 from talentrl_cli.envs import make_env
 from talentrl_cli.envs.alfworld_env import engine, scenes
 from talentrl_cli.envs.alfworld_env.env import (
-    OVER,
     THINK_REPLY,
     AlfWorldEnv,
     _real_tasks,
@@ -30,6 +29,7 @@ from talentrl_cli.envs.alfworld_env.env import (
     resolve,
 )
 from talentrl_cli.envs.alfworld_env.tasks import TASK_TYPES, split_opening, task_type_of
+from talentrl_cli.envs.base import EPISODE_OVER
 from talentrl_cli.errors import ConfigError
 
 ROOM = ("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
@@ -227,7 +227,7 @@ def test_an_episode_formats_observations_and_commands(fake_alfworld):
     assert fake_alfworld.games[-1].commands[-1] == "move mug 1 to coffeemachine 1"
     assert done and reward == 1.0 and "Commands:" not in observation and not info.get("truncated")
     assert env.score(task, None) == {"reward": 1.0}
-    assert env.step("look") == (OVER, 0.0, True, {"valid": False})
+    assert env.step("look") == (EPISODE_OVER, 0.0, True, {"valid": False})
 
 
 def test_fifty_junk_actions_end_the_episode(fake_alfworld):

@@ -10,9 +10,9 @@ import re
 
 import pytest
 
+from talentrl_cli.envs.base import EPISODE_OVER
 from talentrl_cli.envs.webshop import pages
 from talentrl_cli.envs.webshop.catalogue import NO_CEILING, Goal, Product, parse_query, price_upper
-from talentrl_cli.envs.webshop.env import OVER
 from talentrl_cli.errors import ConfigError
 
 TEA_TREE = ("tea tree", "essential oils", "natural ingredients")
@@ -262,7 +262,7 @@ def test_junk_costs_steps_until_the_limit(env):
     for _ in range(env.settings.max_steps):
         observation, reward, done, info = env.step("Action: ☃ buy everything")
     assert done and reward == 0.0 and info["truncated"] and "Step limit reached" in observation
-    assert env.step("search[x]") == (OVER, 0.0, True, {"valid": False})
+    assert env.step("search[x]") == (EPISODE_OVER, 0.0, True, {"valid": False})
 
 
 def test_the_noise_free_expert_buys_the_target(env):
