@@ -6,6 +6,7 @@ in a wheel, hatch's force-include puts them under `talentrl_cli/_resources/`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -24,3 +25,10 @@ def conf_dir() -> Path:
 
 def stages_dir() -> Path:
     return _find("stages", "demo.yaml")
+
+
+def shared_data_dir() -> Path:
+    """The benchmark data the envs read (never copied into the project): `$TALENTRL_DATA`, else
+    `../shared/data` beside the repository checkout."""
+    root = os.environ.get("TALENTRL_DATA")
+    return Path(root) if root else _PACKAGE.parents[2] / "shared" / "data"

@@ -11,7 +11,6 @@ playing every game's first turn.
 
 from __future__ import annotations
 
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -29,11 +28,10 @@ _GOAL = re.compile(r"^\s*Your task is to:\s*", re.I)
 
 
 def default_tasks_file() -> Path:
-    """`$TALENTRL_DATA/alfworld/…`, else `../shared/data/alfworld/…` beside the checkout (as the
-    other envs find shared/data)."""
-    root = os.environ.get("TALENTRL_DATA")
-    base = Path(root) if root else Path(__file__).resolve().parents[4].parent / "shared" / "data"
-    return base / "alfworld" / TASKS_FILE
+    """`$TALENTRL_DATA/alfworld/…`, else `../shared/data/alfworld/…` beside the checkout."""
+    from talentrl_cli.resources import shared_data_dir
+
+    return shared_data_dir() / "alfworld" / TASKS_FILE
 
 
 @lru_cache(maxsize=4)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
 from dataclasses import dataclass
@@ -124,9 +123,9 @@ class Goal:
 
 def default_data_dir() -> Path:
     """`$TALENTRL_DATA/webshop`, else `../shared/data/webshop` beside the repository checkout."""
-    root = os.environ.get("TALENTRL_DATA")
-    base = Path(root) if root else Path(__file__).resolve().parents[4].parent / "shared" / "data"
-    return base / "webshop"
+    from talentrl_cli.resources import shared_data_dir
+
+    return shared_data_dir() / "webshop"
 
 
 def missing_files(data_dir: Path) -> list[str]:
