@@ -54,6 +54,15 @@ def test_lora_settings_come_from_the_config():
     assert settings["r"] == 4 and settings["task_type"] == "CAUSAL_LM"
 
 
+def test_lora_layers_to_transform_trains_only_those_layers(cache):
+    from talentrl_cli.policy import load_for_training
+
+    assert "layers_to_transform" not in lora_settings(compose(["model=tiny"]).model)
+    model, _ = load_for_training(compose(["model=tiny", "model.lora.layers_to_transform=[1]"]).model)
+    trained = {name.split("layers.")[1].split(".")[0] for name, p in model.named_parameters() if p.requires_grad}
+    assert trained == {"1"}
+
+
 def test_missing_smollm2_gives_the_install_command():
     with pytest.raises(TalentRLError) as err:
         smollm2_gguf("no_such_smollm2_package")

@@ -155,10 +155,13 @@ def autocast(model_cfg: Any) -> Any:
 def lora_settings(model_cfg: Any) -> dict[str, Any]:
     """PEFT LoraConfig keyword arguments from `model.lora`."""
     lora = model_cfg.get("lora") or {}
-    return {"r": int(lora.get("r", 8)), "lora_alpha": int(lora.get("alpha", 16)),
-            "lora_dropout": float(lora.get("dropout", 0.0)),
-            "target_modules": list(lora.get("target_modules") or ["q_proj", "v_proj"]),
-            "task_type": "CAUSAL_LM"}
+    settings = {"r": int(lora.get("r", 8)), "lora_alpha": int(lora.get("alpha", 16)),
+                "lora_dropout": float(lora.get("dropout", 0.0)),
+                "target_modules": list(lora.get("target_modules") or ["q_proj", "v_proj"]),
+                "task_type": "CAUSAL_LM"}
+    if lora.get("layers_to_transform"):  # adapters on these decoder layers only; backward stops below the lowest
+        settings["layers_to_transform"] = [int(i) for i in lora.get("layers_to_transform")]
+    return settings
 
 
 # -- tiny -----------------------------------------------------------------------------------------
