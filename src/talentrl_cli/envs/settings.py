@@ -8,11 +8,19 @@ null keeps the dataclass default.
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 from talentrl_cli.errors import ConfigError
 
 T = TypeVar("T")
+
+
+def cache_folder(configured: str | None, env: str) -> Path:
+    """An env's cache: `env.cache_dir` when set, else `$TALENTRL_CACHE/<env>`."""
+    from talentrl_cli.models import cache_root
+
+    return Path(configured) if configured else cache_root() / env
 
 
 def settings_from_cfg(cls: type[T], cfg: Any, env: str) -> T:

@@ -38,7 +38,7 @@ from typing import Any
 
 from talentrl_cli.envs.base import ENVS, EPISODE_OVER, Environment
 from talentrl_cli.envs.search import ACTION_MARK
-from talentrl_cli.envs.settings import settings_from_cfg
+from talentrl_cli.envs.settings import cache_folder, settings_from_cfg
 from talentrl_cli.errors import ConfigError, DataError
 from talentrl_cli.schema import Step, Task, Trajectory
 
@@ -80,9 +80,7 @@ class TextWorldSettings:
             raise ConfigError("env.max_steps must be >= 1 and env.noise in [0, 1]")
 
     def cache(self) -> Path:
-        from talentrl_cli.models import cache_root
-
-        return Path(self.cache_dir) if self.cache_dir else cache_root() / "textworld"
+        return cache_folder(self.cache_dir, "textworld")
 
 
 @ENVS.register("textworld")

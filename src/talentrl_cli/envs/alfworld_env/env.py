@@ -43,7 +43,7 @@ from talentrl_cli.envs.alfworld_env.tasks import (
 )
 from talentrl_cli.envs.base import ENVS, EPISODE_OVER, Environment
 from talentrl_cli.envs.search import ACTION_MARK
-from talentrl_cli.envs.settings import settings_from_cfg
+from talentrl_cli.envs.settings import cache_folder, settings_from_cfg
 from talentrl_cli.errors import ConfigError
 from talentrl_cli.schema import Step, Task, Trajectory
 
@@ -93,9 +93,7 @@ class AlfWorldSettings:
         return str(Path(self.tasks_file).expanduser() if self.tasks_file else default_tasks_file())
 
     def cache(self) -> Path:
-        from talentrl_cli.models import cache_root
-
-        return Path(self.cache_dir) if self.cache_dir else cache_root() / "alfworld"
+        return cache_folder(self.cache_dir, "alfworld")
 
 
 @ENVS.register("alfworld")

@@ -30,6 +30,7 @@ from typing import Any
 
 from talentrl_cli.envs.alfworld_env import engine
 from talentrl_cli.envs.alfworld_env.tasks import TASK_TYPES, default_tasks_file, split_opening
+from talentrl_cli.envs.settings import cache_folder
 from talentrl_cli.errors import ConfigError, DataError
 from talentrl_cli.schema import Task
 
@@ -126,12 +127,13 @@ def script(scene: Scene) -> list[str]:
     order = sorted((n for n, _ in scene.receptacles if n.split()[0] not in NEVER_HOLDS), key=_listing_key)
     commands: list[str] = []
     visited: list[str] = []
-    here = [""]
+    here = ""
 
     def go(recep: str) -> None:
-        if here[0] != recep:
+        nonlocal here
+        if here != recep:
             commands.append(f"go to {recep}")
-            here[0] = recep
+            here = recep
         if openable.get(recep) and recep not in visited:
             commands.append(f"open {recep}")
         if recep not in visited:
@@ -158,8 +160,8 @@ def script(scene: Scene) -> list[str]:
             continue
         state = KINDS[scene.kind][2]
         if state:  # used shut: alfred.pddl allows it, and the engine checks that each script wins
-            commands.append(f"go to {scene.appliance} 1")
-            here[0] = f"{scene.appliance} 1"
+            here = f"{scene.appliance} 1"
+            commands.append(f"go to {here}")
             commands.append(f"{VERB[state]} {target} with {scene.appliance} 1")
         go(place)
         commands.append(f"move {target} to {place}")
@@ -290,18 +292,12 @@ def _scene_task(settings: dict, logic: dict[str, str], split: str, kind: str, i:
     data = {"pddl_domain": logic["alfred.pddl"], "pddl_problem": problem(scene, f"scene_{scene_seed}"),
             "grammar": logic["alfred.twl2"].replace("UNKNOWN GOAL", scene.goal.rstrip(".")),
             "walkthrough": script(scene), "solvable": True}
-    gamefile = _cached_game(Path(settings.get("cache_dir") or _cache_root()) / "generated", data)
+    gamefile = _cached_game(cache_folder(settings.get("cache_dir"), "alfworld") / "generated", data)
     room, goal = _checked_opening(gamefile, tuple(data["walkthrough"]))
     return Task(id=f"alfworld-gen-{settings['seed']}-{split}-{i:03d}", question=goal, env="alfworld",
                 strategy=kind, plan=data["walkthrough"],
                 meta={"gamefile": gamefile, "scenes": "generated", "scene_seed": scene_seed,
                       "initial_observation": room})
-
-
-def _cache_root() -> Path:
-    from talentrl_cli.models import cache_root
-
-    return cache_root() / "alfworld"
 
 
 def _cached_game(folder: Path, data: dict[str, Any]) -> str:
