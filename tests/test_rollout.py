@@ -141,3 +141,23 @@ def test_later_turns_reuse_the_episode_cache_and_decode_the_same_tokens(setup):
     without = _run(setup, 5, backend=HFBackend(model, tok, batch_size=5, prefix_cache_bytes=0))
     assert _generated(with_cache) == _generated(without)
     assert sum(seen) > 0 and len(reused.prefixes) == 0  # reused on turn 2, forgotten at the end
+
+
+def test_rows_that_end_early_leave_the_batch_without_changing_any_row(setup):
+    """Rows stop at different tokens (a stop string); batch 16 drops each as it ends and must
+    decode what batch 1 decodes, and keep every row's history for its next turn."""
+    from talentrl_cli.generation import HFBackend, SamplingParams
+    from talentrl_cli.rollout import encode
+
+    model, tok, _, tasks = setup
+    from talentrl_cli import prompts
+
+    ids = [encode(tok, prompts.execution_messages(t.question, None, None), True)[0] for t in tasks]
+    # sampled rows (seeded per row) differ, so a common letter ends them at different tokens
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=("e", "a"))
+    batched = HFBackend(model, tok, batch_size=16)
+    many = batched.generate(ids, list(range(16)), params)
+    one = HFBackend(model, tok, batch_size=1).generate(ids, list(range(16)), params)
+    assert [(c.token_ids, c.finish) for c in many] == [(c.token_ids, c.finish) for c in one]
+    assert len({len(c.token_ids) for c in many}) > 1  # some rows left the batch early
+    assert len(batched.prefixes) == 16

@@ -113,11 +113,15 @@ class HFBackend:
 
     def _generate_batch(self, prompts: Sequence[Sequence[int]], seeds: Sequence[int],
                         params: SamplingParams) -> list[Completion]:
+        """Decode until every row ends; a row that ends leaves the batch at once (its cache
+        goes to the prefix cache), so one long completion does not keep the whole batch
+        decoding: on a CPU a step's cost grows with the rows it carries."""
         import torch
 
         cache, mask, step_ids = self._start(prompts)
         gens = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
         rows = [_Row() for _ in prompts]
+        live = list(range(len(prompts)))  # batch row j decodes rows[live[j]]
         with torch.inference_mode():
             for _ in range(params.max_new_tokens):
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
@@ -125,15 +129,29 @@ class HFBackend:
                                     cache=cache, use_cache=True, logits_to_keep=1)
                 cache = result.cache
                 logits = result.logits[:, -1, :].float()
-                chosen = self._pick(logits, gens, rows, params)
-                if all(r.finish for r in rows):
-                    break
+                chosen = self._pick(logits, [gens[i] for i in live], [rows[i] for i in live], params)
+                ended = {j for j, i in enumerate(live) if rows[i].finish}
+                if ended:
+                    self._remember(cache, mask, prompts, rows, live, ended)
+                    if len(ended) == len(live):
+                        break
+                    keep = [j for j in range(len(live)) if j not in ended]
+                    cache.batch_select_indices(torch.tensor(keep, device=self.device))
+                    mask, chosen, live = mask[keep], chosen[keep], [live[j] for j in keep]
                 step_ids = chosen.unsqueeze(1).to(self.device)
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-        if self.prefixes is not None and cache is not None:  # it holds each prompt + all but the last sampled token
-            self.prefixes.store(cache, mask[:, : cache.get_seq_length()],
-                                [([*p, *r.ids], len(p) + len(r.ids) - 1) for p, r in zip(prompts, rows, strict=True)])
+            else:
+                self._remember(cache, mask, prompts, rows, live, set(range(len(live))))
         return [r.completion(self.tokenizer) for r in rows]
+
+    def _remember(self, cache: Any, mask: Any, prompts: Sequence[Sequence[int]], rows: list[_Row],
+                  live: list[int], batch_rows: set[int]) -> None:
+        """Store `batch_rows`' histories: the cache holds each prompt + all but the last sampled token."""
+        if self.prefixes is None or cache is None:
+            return
+        entries = [(([*prompts[i], *rows[i].ids], len(prompts[i]) + len(rows[i].ids) - 1) if j in batch_rows
+                    else ((), 0)) for j, i in enumerate(live)]
+        self.prefixes.store(cache, mask[:, : cache.get_seq_length()], entries)
 
     def _start(self, prompts: Sequence[Sequence[int]]) -> tuple[Any, Any, Any]:
         """(cache, attention mask, input ids) for the first forward pass: the prompts, or
@@ -166,10 +184,11 @@ class HFBackend:
         """Sum of log p(continuation | prompt) per pair, teacher-forced.
 
         Pairs that share a prompt (every talent label of one task) share its KV cache: the
-        prompt is encoded once, alone, and each continuation runs alone on top of it (the
-        cache is cropped back after each). Routing then costs one prefill per task instead of
-        one per (task, talent); and since no pass holds another pair or padding, no score
-        depends on the batch size or on which pairs were sent together."""
+        prompt is encoded once, alone, and its distinct continuations run together on top
+        of it, right-padded and sorted (`_score_after`). Routing then costs one prefill and
+        one short batched pass per task instead of one pass per (task, talent); and since a
+        pass holds exactly one prompt's distinct continuations in a fixed order, no score
+        depends on the batch size or on the order the pairs came in."""
         by_prompt: dict[tuple[int, ...], list[int]] = {}
         for i, prompt in enumerate(prompts):
             by_prompt.setdefault(tuple(prompt), []).append(i)
@@ -180,22 +199,26 @@ class HFBackend:
         return out
 
     def _score_after(self, prompt: Sequence[int], conts: Sequence[Sequence[int]]) -> list[float]:
+        """Right padding needs no attention mask here: causal attention keeps every real
+        position blind to the padding after it, and padded positions are never summed."""
         import torch
 
         device, prefix_len = self.device, len(prompt) - 1
-        scores = []
+        distinct = sorted({tuple(c) for c in conts})
+        width = 1 + max(len(c) for c in distinct)
+        ids = torch.tensor([[prompt[-1], *c, *[self.pad_id] * (width - 1 - len(c))] for c in distinct], device=device)
+        positions = torch.arange(prefix_len, prefix_len + width, device=device).expand(len(distinct), -1)
         with torch.inference_mode():
-            cache = (self.model(input_ids=torch.tensor([list(prompt[:-1])], device=device), use_cache=True,
-                                logits_to_keep=1).cache if prefix_len else None)
-            for cont in conts:
-                ids = torch.tensor([[prompt[-1], *cont]], device=device)
-                positions = torch.arange(prefix_len, prefix_len + ids.shape[1], device=device)[None]
-                result = self.model(input_ids=ids, position_ids=positions, cache=cache, use_cache=cache is not None)
-                logp = torch.log_softmax(result.logits[0, :-1].float(), dim=-1)
-                scores.append(float(logp.gather(-1, ids[0, 1:, None]).sum()))
-                if cache is not None:
-                    cache.crop(-ids.shape[1])  # back to the prompt
-        return scores
+            cache = None
+            if prefix_len:
+                cache = self.model(input_ids=torch.tensor([list(prompt[:-1])], device=device), use_cache=True,
+                                   logits_to_keep=1).cache
+                cache.batch_repeat_interleave(len(distinct))
+            logits = self.model(input_ids=ids, position_ids=positions, cache=cache, use_cache=cache is not None).logits
+        picked = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+        real = torch.arange(width - 1, device=device)[None] < torch.tensor([len(c) for c in distinct], device=device)[:, None]
+        totals = dict(zip(distinct, torch.where(real, picked, 0.0).sum(dim=1).tolist(), strict=True))
+        return [float(totals[tuple(c)]) for c in conts]
 
 
 @dataclass
