@@ -107,3 +107,15 @@ def test_unseen_strategies_leave_the_sft_data(worldqa_root):
     seen = {e["id"] for e in _examples(worldqa_root, "sft.mode=talent", "sft.unseen_strategies=[comparison,yes_no]")}
     assert seen == {i for i in every if gold[i] not in ("comparison", "yes_no")}
     assert len(seen) < len(every)
+
+
+def test_without_thoughts_every_assistant_turn_is_its_action_alone(worldqa_root):
+    with_thoughts = {e["id"]: e for e in _examples(worldqa_root, "sft.mode=talent")}
+    shortened = 0
+    for example in _examples(worldqa_root, "sft.mode=talent", "sft.thoughts=false"):
+        turns = [m["content"] for m in example["messages"][3:] if m["role"] == "assistant"]
+        twin = [m["content"] for m in with_thoughts[example["id"]]["messages"][3:] if m["role"] == "assistant"]
+        assert turns == ["Action: " + t.rpartition("Action: ")[2] for t in twin]
+        assert example["messages"][:4] == with_thoughts[example["id"]]["messages"][:4]  # same context
+        shortened += turns != twin
+    assert shortened > len(with_thoughts) / 2

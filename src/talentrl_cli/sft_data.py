@@ -55,9 +55,13 @@ def without_strategies(labelled: Sequence[tuple[Any, str]], unseen: Sequence[str
 
 def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors: Any, mode: str,
                    k: int, lam: float, tools: str = "",
-                   action_format: str = prompts.ACTION_FORMAT) -> list[dict[str, Any]]:
+                   action_format: str = prompts.ACTION_FORMAT, thoughts: bool = True) -> list[dict[str, Any]]:
     """The conversational examples for `mode`; `query_vectors[i]` embeds labelled[i]'s task;
-    `tools` and `action_format` describe the environment's actions, as eval's prompts do."""
+    `tools` and `action_format` describe the environment's actions, as eval's prompts do.
+
+    `thoughts=False` (`sft.thoughts`) trains each turn's action alone: the policy then acts
+    without reasoning text, so SFT trains on fewer tokens and every rollout and eval turn
+    decodes fewer (the parsers take an action-only turn; see README for its measured EM)."""
 
     if mode not in MODES:
         raise ConfigError(f"sft.mode={mode!r} is not one of {', '.join(MODES)}")
@@ -72,7 +76,8 @@ def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors
         talent = talents[label] if mode == "talent" else None
         skills = [bank.skill_by_id[h.skill_id] for h in row]
         messages = prompts.execution_messages(
-            trajectory.task.question, talent, skills, trajectory.steps,
+            trajectory.task.question, talent, skills,
+            trajectory.steps if thoughts else [s.model_copy(update={"thought": ""}) for s in trajectory.steps],
             talents=bank.talents if mode == "talent" else None, observe_last=False, tools=tools,
             hide=trajectory.task.answers, action_format=action_format,
             observation=prompts.first_observation(trajectory.task))
