@@ -144,14 +144,13 @@ def test_later_turns_reuse_the_episode_cache_and_decode_the_same_tokens(setup):
 
 
 def test_rows_that_end_early_leave_the_batch_without_changing_any_row(setup):
-    """Rows stop at different tokens (a stop string); batch 16 drops each as it ends and must
+    """Rows stop at different tokens (stop strings on sampled text); batch 16 drops each as it ends and must
     decode what batch 1 decodes, and keep every row's history for its next turn."""
+    from talentrl_cli import prompts
     from talentrl_cli.generation import HFBackend, SamplingParams
     from talentrl_cli.rollout import encode
 
     model, tok, _, tasks = setup
-    from talentrl_cli import prompts
-
     ids = [encode(tok, prompts.execution_messages(t.question, None, None), True)[0] for t in tasks]
     # sampled rows (seeded per row) differ, so a common letter ends them at different tokens
     params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=("e", "a"))

@@ -149,8 +149,8 @@ class HFBackend:
         """Store `batch_rows`' histories: the cache holds each prompt + all but the last sampled token."""
         if self.prefixes is None or cache is None:
             return
-        entries = [(([*prompts[i], *rows[i].ids], len(prompts[i]) + len(rows[i].ids) - 1) if j in batch_rows
-                    else ((), 0)) for j, i in enumerate(live)]
+        entries = {j: ([*prompts[i], *rows[i].ids], len(prompts[i]) + len(rows[i].ids) - 1)
+                   for j, i in enumerate(live) if j in batch_rows}
         self.prefixes.store(cache, mask[:, : cache.get_seq_length()], entries)
 
     def _start(self, prompts: Sequence[Sequence[int]]) -> tuple[Any, Any, Any]:

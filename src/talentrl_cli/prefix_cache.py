@@ -18,7 +18,7 @@ dropped once a prompt has reused it, because the row's next cache supersedes it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Layers = list[tuple[Any, Any]]  # per layer (keys, values), each [heads, tokens, head_dim]
@@ -69,9 +69,10 @@ class PrefixCache:
         self.reused_tokens += sum(lengths)
         return DynamicCache(ddp_cache_data=layers), mask
 
-    def store(self, cache: Any, mask: Any, rows: Sequence[tuple[Sequence[int], int]]) -> None:
-        """Keep row i's first `rows[i][1]` real positions of `cache` under the key `rows[i][0]`."""
-        for i, (tokens, n) in enumerate(rows):
+    def store(self, cache: Any, mask: Any, rows: Mapping[int, tuple[Sequence[int], int]]) -> None:
+        """For each batch row i in `rows`, keep its first `rows[i][1]` real positions of
+        `cache` under the key `rows[i][0]`; the batch's other rows are left out."""
+        for i, (tokens, n) in rows.items():
             real = mask[i].nonzero().squeeze(-1)[:n]
             if len(real) != n or n == 0:
                 continue

@@ -87,7 +87,7 @@ def build_dataset(cfg: Any, mine: Any, index: Any) -> list[dict[str, Any]]:
     env = env_from_config(cfg)
     return sft_data.build_examples(labelled, bank, vectors, str(cfg.sft.mode), int(cfg.index.k),
                                    float(cfg.index.lam), tools=env.describe_tools(),
-                                   action_format=env.action_format, thoughts=bool(cfg.sft.get("thoughts", True)))
+                                   action_format=env.action_format, thoughts=bool(cfg.sft.thoughts))
 
 
 STAGE = register_stage(Stage(
