@@ -56,12 +56,34 @@ def test_the_saved_adapter_loads_merged_for_generation_and_trainable_for_trainin
     torch.testing.assert_close(_logits(again.eval()), _logits(merged), atol=1e-4, rtol=1e-4)
 
 
-def test_the_reference_is_the_base_model_with_no_second_copy(saved, model_cfg):
+def test_without_a_reference_adapter_the_reference_is_the_adapter_disabled(saved, model_cfg):
     trained, _ = saved
     base, _ = models.load_policy(model_cfg)
     with policy.reference(trained):
         torch.testing.assert_close(_logits(trained.eval()), _logits(base))
     assert not torch.allclose(_logits(trained), _logits(base))
+
+
+def test_the_reference_is_the_policy_training_started_from_not_the_base(saved, model_cfg, tmp_path):
+    """rl continues an sft adapter: its KL reference is that adapter, frozen, whatever the
+    trained copy becomes; the trained adapter stays the only trainable one and the only one
+    saved."""
+    start, folder = saved
+    model, tokenizer = policy.load_for_training(model_cfg, folder, reference=True)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(f".{policy.REFERENCE}." not in n for n in trainable)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.requires_grad and "lora_B" in name:
+                p.add_(0.3)  # the trained copy moves away from where it started
+    with policy.reference(model):
+        torch.testing.assert_close(_logits(model.eval()), _logits(start.eval()), atol=1e-4, rtol=1e-4)
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == trainable
+    assert not torch.allclose(_logits(model), _logits(start), atol=1e-3)
+    policy.save_policy(model, tokenizer, tmp_path, model_cfg, models.model_path(model_cfg))
+    assert not (tmp_path / policy.REFERENCE).exists()
+    merged, _ = policy.load_for_generation(model_cfg, tmp_path)
+    torch.testing.assert_close(_logits(merged), _logits(model), atol=1e-4, rtol=1e-4)
 
 
 def test_a_full_model_round_trips(model_cfg, tmp_path):

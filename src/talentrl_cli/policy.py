@@ -2,14 +2,22 @@
 
     save_policy(model, tokenizer, out_dir, model_cfg, base_path)  # adapter (or full model) + tokenizer + base_model.json
     model, tok = load_for_generation(model_cfg, artifact)         # merged, eval mode, on the device, in model.dtype
-    model, tok = load_for_training(model_cfg, artifact)           # PEFT adapter kept and trainable
-    with reference(model) as ref: ...                             # the adapter disabled: no second copy
+    model, tok = load_for_training(model_cfg, artifact, reference=True)  # PEFT adapter kept and trainable
+    with reference(model): ...                                    # the policy training started from
 
 An artifact is a folder with the tokenizer, `base_model.json` (the base model's kind, id,
 local path, dtype and whether the folder holds an adapter) and either a standard PEFT
 adapter (`adapter_config.json`, `adapter_model.safetensors`: load it with
 `PeftModel.from_pretrained(base, folder)`) or a full model. `artifact` is an `Artifact` (from
 the store) or a folder path; None means the config's base model (`model=`).
+
+The KL reference is the policy training starts from, not the base model: rl continues the sft
+adapter, and a KL to the base (the adapter disabled) would pull the policy back toward the
+zero-shot model that the SFT it starts from was trained away from. So `reference=True` loads the
+artifact's adapter a second time, frozen, as the PEFT adapter `reference` (a LoRA's worth of
+memory, not a second model), and `reference(model)` switches to it, as TRL's DPOTrainer does
+with `ref_adapter_name`. A fresh LoRA (no artifact) starts equal to its base, so there the
+adapter disabled is the starting policy.
 
 The model goes on the GPU when one is present, in `model.dtype`, with
 `model.trust_remote_code`. On a CPU (`models.weights_dtype`) it trains in float32 and generates
@@ -20,7 +28,8 @@ is then merged in float32 and the merged weights cast, so the cast rounds once.
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +38,7 @@ from talentrl_cli.config import redact
 from talentrl_cli.errors import TalentRLError
 
 BASE_FILE = "base_model.json"
+REFERENCE = "reference"  # the frozen copy of the starting adapter (`load_for_training(reference=True)`)
 
 
 def device() -> str:
@@ -41,7 +51,8 @@ def save_policy(model: Any, tokenizer: Any, out_dir: Path, model_cfg: Any, base_
     """The adapter (a PEFT model) or the full model, the tokenizer and `base_model.json`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     adapter = hasattr(model, "peft_config")
-    model.save_pretrained(out_dir)
+    # the trained adapter alone: a frozen `reference` copy beside it is not part of the policy
+    model.save_pretrained(out_dir, **({"selected_adapters": [model.active_adapter]} if adapter else {}))
     tokenizer.save_pretrained(out_dir)
     base = {"kind": str(model_cfg.get("kind")), "name_or_path": model_cfg.get("name_or_path"), "path": base_path,
             "adapter": adapter, "dtype": str(model_cfg.get("dtype"))}
@@ -67,12 +78,16 @@ def load_for_generation(model_cfg: Any, artifact: Any | None = None) -> tuple[An
     return generation_copy(model, model_cfg, copy=False), tokenizer
 
 
-def load_for_training(model_cfg: Any, artifact: Any | None = None, full_finetune: bool = False) -> tuple[Any, Any]:
+def load_for_training(model_cfg: Any, artifact: Any | None = None, full_finetune: bool = False,
+                      reference: bool = False) -> tuple[Any, Any]:
     """(model, tokenizer) to train, on the device: the artifact's adapter kept as a trainable
     PEFT adapter, a full model (every weight trainable), or the config's base model with a
-    fresh LoRA adapter (`model.lora`) unless `full_finetune`."""
+    fresh LoRA adapter (`model.lora`) unless `full_finetune`. `reference`: also the artifact's
+    adapter frozen, as the KL reference (`reference`)."""
     if artifact is not None:
         model, tokenizer = _load(model_cfg, artifact, trainable=True)
+        if reference and hasattr(model, "load_adapter"):
+            model.load_adapter(str(_folder(artifact)), adapter_name=REFERENCE, is_trainable=False)
     else:
         from peft import LoraConfig, get_peft_model
 
@@ -100,13 +115,24 @@ def _generation_dtype(model: Any, model_cfg: Any) -> Any:
     return next(model.parameters()).dtype if dtype == "auto" else dtype
 
 
-def reference(model: Any) -> Any:
-    """A context in which `model` computes the reference policy: a PEFT model with its
-    adapter disabled (the frozen base, no second copy). A full model has no frozen twin: the
-    trainer keeps `frozen_copy(model)` for its KL instead."""
-    if hasattr(model, "disable_adapter"):
-        return model.disable_adapter()
-    return nullcontext()
+@contextmanager
+def reference(model: Any) -> Iterator[Any]:
+    """A context in which `model` computes the reference policy, the one training started
+    from: the frozen `reference` adapter when `load_for_training(reference=True)` loaded one,
+    else the adapter disabled (a fresh LoRA starts equal to its base). A full model has no
+    frozen twin: the trainer keeps `frozen_copy(model)` for its KL instead."""
+    if REFERENCE in getattr(model, "peft_config", {}):
+        trained = model.active_adapter
+        model.set_adapter(REFERENCE, inference_mode=True)
+        try:
+            yield model
+        finally:
+            model.set_adapter(trained)  # trainable again, the reference frozen
+    elif hasattr(model, "disable_adapter"):
+        with model.disable_adapter():
+            yield model
+    else:
+        yield model
 
 
 def frozen_copy(model: Any) -> Any:

@@ -19,13 +19,14 @@ from talentrl_cli.rollout import EXEC, OTHER, ROUTE
 from . import toy
 
 
-def make_trainer(*overrides: str, designated: str | None = "a", tasks=None, full: bool = False) -> Trainer:
+def make_trainer(*overrides: str, designated: str | None = "a", tasks=None, full: bool = False,
+                 start=None) -> Trainer:
     from accelerate import Accelerator
 
     cfg = compose(["model=tiny", "rl.skills=none", "rl.lr=1e-2", "rl.tasks_per_step=6", "rl.group_size=4",
                    "rl.interventions=2", "rl.micro_batch=24", *overrides])
     torch.manual_seed(0)
-    model, tokenizer = load_for_training(cfg.model, full_finetune=full)
+    model, tokenizer = load_for_training(cfg.model, start, full_finetune=full, reference=bool(float(cfg.rl.beta)))
     tasks = tasks or toy.toy_tasks()
     for task in tasks if designated else ():
         task.strategy = designated
@@ -151,6 +152,24 @@ def test_the_kl_reference_is_the_starting_policy_under_lora_and_full_fine_tuning
     trainer = make_trainer("rl.beta=0.1", full=full)
     rows = [trainer.step(s)[0] for s in range(3)]
     assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-9)  # before any update the policy is its reference
+    assert rows[2]["kl"] > 1e-6
+
+
+def test_continuing_an_sft_adapter_the_kl_reference_is_that_adapter(tmp_path):
+    """Not the base model: from an adapter that changes the output, KL is 0 before the first
+    update and grows after it."""
+    from talentrl_cli import models, policy
+
+    cfg = compose(["model=tiny"])
+    model, tokenizer = load_for_training(cfg.model)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    policy.save_policy(model, tokenizer, tmp_path, cfg.model, models.model_path(cfg.model))
+    trainer = make_trainer("rl.beta=0.1", start=tmp_path)
+    rows = [trainer.step(s)[0] for s in range(3)]
+    assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-9)
     assert rows[2]["kl"] > 1e-6
 
 

@@ -22,7 +22,7 @@ One step (DESIGN §2), timed per phase:
    keeps only groups with an advantage somewhere and draws further tasks, up to
    `rl.max_gen_batches` batches, to fill the step (`collect_step`); `reward_drawn_mean` is the
    reward over everything drawn, `reward_mean` over what was trained.
-5. log-probs: the reference's (adapter disabled) when beta > 0, and the rollout-time old
+5. log-probs: the reference's when beta > 0 (the starting policy: `policy.reference`), and the rollout-time old
    log-probs when num_iterations > 1 (with one pass the ratio is exactly 1 and old = new,
    detached, as in TRL). Under `models.cpu_bf16` forwards run in bf16 autocast and rollouts
    on a merged bfloat16 copy of the policy, rebuilt after each optimizer step.
@@ -140,7 +140,8 @@ class Trainer:
         self.eval_tasks: list[Any] = []  # held-out tasks for `evaluate` (the stage sets them: rl.eval_*)
         self.backend_stale = True  # the backend does not hold the current weights yet
         self.talents_on, self.skills_on = switch_on(cfg.rl.talents) and bool(agent.talents), switch_on(cfg.rl.skills)
-        # the KL reference: a PEFT model's adapter disabled; a fully fine-tuned model's frozen copy
+        # the KL reference, the starting policy: a PEFT model's frozen reference adapter (or its
+        # adapter disabled, from a fresh LoRA); a fully fine-tuned model's frozen copy
         self.frozen = (policy.frozen_copy(model) if float(self.rl.beta) and not hasattr(model, "disable_adapter")
                        else None)
         params = [p for p in model.parameters() if p.requires_grad]

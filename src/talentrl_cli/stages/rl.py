@@ -100,7 +100,8 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
         raise DataError(f"env {cfg.env.name} has no task in split {cfg.rl.split!r}", "set rl.split to a split it has")
     artifact = inputs.get("model")
     with current().step(f"loading {artifact.ref if artifact else cfg.model.kind} for training"):
-        model, tokenizer = load_for_training(cfg.model, artifact, bool(cfg.rl.full_finetune))
+        model, tokenizer = load_for_training(cfg.model, artifact, bool(cfg.rl.full_finetune),
+                                             reference=bool(float(cfg.rl.beta)))
         backend = make_backend(model, tokenizer, str(cfg.rl.backend), int(cfg.rl.batch_size))
         agent = Agent.from_config(cfg, backend, env, inputs.get("index"))
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
