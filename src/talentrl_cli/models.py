@@ -198,8 +198,11 @@ def _write_tiny(folder: Path, spec: dict[str, Any]) -> None:
         bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
-    torch.manual_seed(spec["seed"])
-    Qwen2ForCausalLM(config).save_pretrained(folder)
+    # the caller's RNG is left as it was: otherwise what a run draws next (a LoRA's init) would
+    # depend on whether this process built the cache or found it
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec["seed"])
+        Qwen2ForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
 
 
