@@ -92,6 +92,8 @@ def test_a_full_model_round_trips(model_cfg, tmp_path):
     assert json.loads((tmp_path / policy.BASE_FILE).read_text())["adapter"] is False
     loaded, _ = policy.load_for_generation(model_cfg, tmp_path)
     torch.testing.assert_close(_logits(loaded), _logits(full.eval()))
+    again, _ = policy.load_for_training(model_cfg, tmp_path, reference=True)  # rl's KL: a frozen copy, not an adapter
+    assert all(p.requires_grad for p in again.parameters())
 
 
 def test_a_folder_that_is_not_a_policy_says_so(model_cfg, tmp_path):
