@@ -90,3 +90,22 @@ def run_cli(tmp_path, capsys):
 
     run.root = root
     return run
+
+
+def save_changed_adapter(folder):
+    """A tiny policy with a LoRA adapter whose B matrices are non-zero (so it changes the
+    output), saved to `folder`; returns the model."""
+    import torch
+
+    from talentrl_cli import models, policy
+    from talentrl_cli.config import compose
+
+    cfg = compose(["model=tiny"]).model
+    model, tokenizer = policy.load_for_training(cfg)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    policy.save_policy(model, tokenizer, folder, cfg, models.model_path(cfg))
+    return model

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from conftest import save_changed_adapter
 
 from talentrl_cli import models, policy
 from talentrl_cli.config import compose
@@ -19,16 +20,8 @@ def model_cfg():
 
 @pytest.fixture(scope="module")
 def saved(model_cfg, tmp_path_factory):
-    """A tiny policy with a LoRA adapter whose B matrices are non-zero (so it changes the output)."""
-    model, tokenizer = policy.load_for_training(model_cfg)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.5)
     folder = tmp_path_factory.mktemp("policy")
-    policy.save_policy(model, tokenizer, folder, model_cfg, models.model_path(model_cfg))
-    return model, folder
+    return save_changed_adapter(folder), folder
 
 
 def _logits(model, ids=(5, 6, 7, 8)):

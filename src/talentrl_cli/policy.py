@@ -86,7 +86,7 @@ def load_for_training(model_cfg: Any, artifact: Any | None = None, full_finetune
     adapter frozen, as the KL reference (`reference`)."""
     if artifact is not None:
         model, tokenizer = _load(model_cfg, artifact, trainable=True)
-        if reference and base_info(artifact).get("adapter", True):  # a full model: `frozen_copy` instead
+        if reference and hasattr(model, "peft_config"):  # a full model: the trainer's `frozen_copy` instead
             model.load_adapter(str(_folder(artifact)), adapter_name=REFERENCE, is_trainable=False)
     else:
         from peft import LoraConfig, get_peft_model

@@ -158,15 +158,9 @@ def test_the_kl_reference_is_the_starting_policy_under_lora_and_full_fine_tuning
 def test_continuing_an_sft_adapter_the_kl_reference_is_that_adapter(tmp_path):
     """Not the base model: from an adapter that changes the output, KL is 0 before the first
     update and grows after it."""
-    from talentrl_cli import models, policy
+    from conftest import save_changed_adapter
 
-    cfg = compose(["model=tiny"])
-    model, tokenizer = load_for_training(cfg.model)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.5)
-    policy.save_policy(model, tokenizer, tmp_path, cfg.model, models.model_path(cfg.model))
+    save_changed_adapter(tmp_path)
     trainer = make_trainer("rl.beta=0.1", start=tmp_path)
     rows = [trainer.step(s)[0] for s in range(3)]
     assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-9)
