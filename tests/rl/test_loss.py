@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from talentrl_cli.rl.loss import clipped_loss, episode_scale
+from talentrl_cli.rl.loss import clipped_loss, episode_scale, sequence_logps
 
 # two rollouts: one active token with advantage +1, three with advantage -1 (ratio 1 everywhere)
 ACTIVE = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
@@ -31,3 +31,27 @@ def test_episode_aggregation_weighs_each_rollout_once():
 
 def test_a_row_without_active_tokens_has_no_weight():
     assert episode_scale(torch.zeros(1, 4)).tolist() == [[0, 0, 0, 0]]
+
+
+class _FixedLogits(torch.nn.Module):
+    """A 'model' whose logits are a fixed tensor (B, T, V), for checking the log-prob maths."""
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        super().__init__()
+        self.logits = torch.nn.Parameter(logits)
+
+    def forward(self, input_ids, attention_mask):
+        return type("Out", (), {"logits": self.logits})()
+
+
+def test_execution_tokens_are_scored_at_the_sampling_temperature_and_labels_at_one():
+    torch.manual_seed(0)
+    logits, ids = torch.randn(1, 4, 5), torch.tensor([[0, 3, 1, 4]])
+    label = torch.tensor([[True, False, False]])  # the first predicted token is a talent label's
+    got = sequence_logps(_FixedLogits(logits), ids, torch.ones_like(ids), temperature=0.5, untempered=label)
+    plain = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+    tempered = torch.log_softmax(logits[:, :-1] / 0.5, -1).gather(-1, ids[:, 1:, None])[..., 0]
+    assert torch.allclose(got[0, 0], plain[0, 0]) and torch.allclose(got[0, 1:], tempered[0, 1:])
+    assert not torch.allclose(plain[0, 1:], tempered[0, 1:])
+    assert torch.allclose(sequence_logps(_FixedLogits(logits), ids, torch.ones_like(ids)), plain)
+    got.sum().backward()  # the replaced label positions still carry a gradient

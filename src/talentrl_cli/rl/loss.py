@@ -1,7 +1,7 @@
 """The token-level clipped surrogate with a k3 KL to the reference (DESIGN §2, step 6).
 
     weights = token_advantages(mask, a_route, a_exec)          # (B, T): A_route on ROUTE, A_exec on EXEC, 0 else
-    logps = sequence_logps(model, ids, attention)              # (B, T-1), TRL's selective_log_softmax
+    logps = sequence_logps(model, ids, attention, T, route)    # (B, T-1), TRL's selective_log_softmax
     loss, stats = clipped_loss(logps, old, ref, weights, active, n_active, ...)
 
 The loss is TRL GRPOTrainer's (`dapo` normalisation): `-min(ratio A, clip(ratio, 1 - eps_low,
@@ -42,12 +42,25 @@ def token_advantages(masks: list[list[int]], a_route: Any, a_exec: Any) -> list[
     return out
 
 
-def sequence_logps(model: Any, ids: Any, attention: Any) -> Any:
-    """log p(ids[:, t] | ids[:, :t]) for t >= 1, shape (B, T - 1)."""
+def sequence_logps(model: Any, ids: Any, attention: Any, temperature: float = 1.0,
+                   untempered: Any | None = None) -> Any:
+    """log p(ids[:, t] | ids[:, :t]) for t >= 1, shape (B, T - 1), from logits / `temperature`.
+
+    Each token's log-prob is the one of the distribution it was drawn from: the engine samples
+    execution tokens at `rl.temperature` (TRL's GRPOTrainer divides the logits the same way),
+    while a talent label is drawn from the exact pi_route, i.e. its tokens at temperature 1, so
+    the positions in `untempered` (B, T - 1, bool: the label tokens) keep the plain logits."""
     from trl.trainer.utils import selective_log_softmax
 
     logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-    return selective_log_softmax(logits, ids[:, 1:])
+    targets = ids[:, 1:]
+    if float(temperature) == 1.0:
+        return selective_log_softmax(logits, targets)
+    logps = selective_log_softmax(logits / float(temperature), targets)
+    if untempered is None or not bool(untempered.any()):
+        return logps
+    where = untempered.nonzero(as_tuple=True)
+    return logps.index_put(where, selective_log_softmax(logits[where], targets[where]))
 
 
 def episode_scale(active: Any) -> Any:

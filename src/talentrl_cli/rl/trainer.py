@@ -57,7 +57,7 @@ from talentrl_cli import models, policy
 from talentrl_cli.rl import advantages as adv
 from talentrl_cli.rl import interventions as iv
 from talentrl_cli.rl.loss import clipped_loss, episode_scale, sequence_logps, token_advantages
-from talentrl_cli.rollout import OTHER, RolloutConfig, episode_seed
+from talentrl_cli.rollout import OTHER, ROUTE, RolloutConfig, episode_seed
 
 
 def switch_on(value: Any) -> bool:
@@ -372,19 +372,22 @@ class Trainer:
             attention = torch.zeros((len(chunk), width), dtype=torch.long)
             w = torch.zeros((len(chunk), width - 1))
             active = torch.zeros((len(chunk), width - 1))
+            route = torch.zeros((len(chunk), width - 1), dtype=torch.bool)
             for r, j in enumerate(chunk):
                 ep, n = out.episodes[j], len(out.episodes[j].ids)
                 ids[r, :n] = torch.tensor(ep.ids)
                 attention[r, :n] = 1
                 w[r, : n - 1] = torch.tensor(weights[j][1:])
                 active[r, : n - 1] = torch.tensor([float(m != OTHER) for m in ep.mask[1:]])
+                route[r, : n - 1] = torch.tensor([m == ROUTE for m in ep.mask[1:]])
             batches.append({"ids": ids.to(device), "attention": attention.to(device),
-                            "weights": w.to(device), "active": active.to(device)})
+                            "weights": w.to(device), "active": active.to(device), "route": route.to(device)})
         return batches
 
     def _logps(self, b: dict[str, Any], model: Any = None) -> Any:
         with models.autocast(self.cfg.model):  # bf16 autocast on a CPU with native bf16 (`models.cpu_bf16`)
-            return sequence_logps(self.model if model is None else model, b["ids"], b["attention"])
+            return sequence_logps(self.model if model is None else model, b["ids"], b["attention"],
+                                  float(self.rl.temperature), b["route"])
 
     def _ref_logps(self, b: dict[str, Any]) -> Any:
         if self.frozen is not None:
