@@ -48,10 +48,13 @@ def test_execution_tokens_are_scored_at_the_sampling_temperature_and_labels_at_o
     torch.manual_seed(0)
     logits, ids = torch.randn(1, 4, 5), torch.tensor([[0, 3, 1, 4]])
     label = torch.tensor([[True, False, False]])  # the first predicted token is a talent label's
-    got = sequence_logps(_FixedLogits(logits), ids, torch.ones_like(ids), temperature=0.5, untempered=label)
+    model = _FixedLogits(logits)
+    got = sequence_logps(model, ids, torch.ones_like(ids), temperature=0.5, untempered=label)
     plain = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
     tempered = torch.log_softmax(logits[:, :-1] / 0.5, -1).gather(-1, ids[:, 1:, None])[..., 0]
     assert torch.allclose(got[0, 0], plain[0, 0]) and torch.allclose(got[0, 1:], tempered[0, 1:])
     assert not torch.allclose(plain[0, 1:], tempered[0, 1:])
     assert torch.allclose(sequence_logps(_FixedLogits(logits), ids, torch.ones_like(ids)), plain)
-    got.sum().backward()  # the replaced label positions still carry a gradient
+    got[0, 0].backward()  # the replaced label position still carries its gradient, d/dz of log_softmax(z)
+    expected = torch.nn.functional.one_hot(ids[0, 1], 5) - torch.softmax(logits[0, 0], -1)
+    assert torch.allclose(model.logits.grad[0, 0], expected) and model.logits.grad[0, 1:].abs().sum() == 0
