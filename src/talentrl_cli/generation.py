@@ -84,20 +84,27 @@ def vllm_available() -> bool:
 class HFBackend:
     """A transformers causal LM: left-padded batches, KV cache, per-row generators."""
 
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16, prefix_cache_bytes: int = 2 << 30):
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 16, prefix_cache_bytes: int | None = None):
         from talentrl_cli import prefix_cache
 
         self.model, self.tokenizer, self.batch_size = model, tokenizer, max(1, int(batch_size))
         self.eos_ids = _eos_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
-        # each episode's KV cache, reused by its next turn (see prefix_cache)
+        # each episode's KV cache, reused by its next turn (see prefix_cache); None: a share of free memory
+        if prefix_cache_bytes is None:
+            prefix_cache_bytes = prefix_cache.default_budget(self.device)
         self.prefixes = (prefix_cache.PrefixCache(prefix_cache_bytes)
                          if prefix_cache_bytes > 0 and prefix_cache.supported(model) else None)
 
-    def forget(self) -> None:
-        """Drop the cached histories (the rollout engine calls it when its episodes end)."""
-        if self.prefixes is not None:
+    def forget(self, histories: Sequence[Sequence[int]] | None = None) -> None:
+        """Drop the cached histories of episodes that ended (all of them by default): the
+        rollout engine calls it as its episodes end, since those will not be extended again."""
+        if self.prefixes is None:
+            return
+        if histories is None:
             self.prefixes.clear()
+        else:
+            self.prefixes.discard(histories)
 
     @property
     def device(self) -> Any:

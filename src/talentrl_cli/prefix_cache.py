@@ -11,30 +11,57 @@ stored one. Inside that cache a row may have a gap (its shorter cached part, the
 to the longest, then its new tokens): the attention mask marks the gap 0 and positions come
 from the mask's cumulative sum, so the gap is invisible to the row's real tokens.
 
-Memory is bounded by `max_bytes` (least recently used entries go first), and an entry is
-dropped once a prompt has reused it, because the row's next cache supersedes it.
+Memory is bounded by `max_bytes`, by default a share of the memory free when the backend is
+built (`default_budget`). An entry is dropped once a prompt has reused it, because the row's
+next cache supersedes it, and when its episode ends (`discard`). An entry that does not fit is
+not stored, rather than evicting an older one: the engine runs every episode's turn in the
+order it stored them, so the oldest entry is the next one asked for. Least-recently-used
+eviction under that cyclic pattern evicts exactly the entries needed next and every row
+misses: 120 SmolLM2 WorldQA episodes (~62k tokens, ~2.9 GB of fp32 keys and values against
+the former fixed 2 GiB) re-encoded their whole history each turn and took 5.6 s of
+generation per question, against 2.9 s for 48 episodes that fit.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 Layers = list[tuple[Any, Any]]  # per layer (keys, values), each [heads, tokens, head_dim]
 
 
+def default_budget(device: Any = "cpu", share: float = 0.4) -> int:
+    """`share` of the memory free now on `device` (host RAM, or the GPU's free memory)."""
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return int(share * torch.cuda.mem_get_info(torch.device(device))[0])
+    import psutil
+
+    return int(share * psutil.virtual_memory().available)
+
+
 class PrefixCache:
-    def __init__(self, max_bytes: int = 2 << 30):
+    def __init__(self, max_bytes: int):
         self.max_bytes = int(max_bytes)
-        self.entries: OrderedDict[tuple[int, ...], Layers] = OrderedDict()
-        self.hits = self.reused_tokens = 0
+        self.entries: dict[tuple[int, ...], Layers] = {}  # in the order stored
+        self.hits = self.reused_tokens = self.refused = self.nbytes = 0
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def clear(self) -> None:
         self.entries.clear()
+        self.nbytes = 0
+
+    def discard(self, histories: Sequence[Sequence[int]]) -> None:
+        """Drop the entries that are prefixes of `histories` (episodes that ended)."""
+        ended = [tuple(h) for h in histories]
+        for key in [k for k in self.entries if any(h[: len(k)] == k for h in ended)]:
+            self._drop(key)
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        self.nbytes -= _nbytes(self.entries.pop(key))
 
     def lookup(self, prompt: Sequence[int]) -> tuple[tuple[int, ...] | None, int]:
         """The longest stored key that is a prefix of `prompt`, and how many of its tokens to
@@ -65,7 +92,7 @@ class PrefixCache:
         mask = torch.tensor([[0] * (width - n) + [1] * n for n in lengths], dtype=torch.long)
         for key in {k for k in keys if k is not None}:
             self.hits += 1
-            del self.entries[key]
+            self._drop(key)
         self.reused_tokens += sum(lengths)
         return DynamicCache(ddp_cache_data=layers), mask
 
@@ -76,17 +103,15 @@ class PrefixCache:
             real = mask[i].nonzero().squeeze(-1)[:n]
             if len(real) != n or n == 0:
                 continue
-            layers = [(layer.keys[i][:, real].clone(), layer.values[i][:, real].clone()) for layer in cache.layers]
             key = tuple(tokens[:n])
-            self.entries.pop(key, None)
+            if key in self.entries:
+                self._drop(key)
+            layers = [(layer.keys[i][:, real].clone(), layer.values[i][:, real].clone()) for layer in cache.layers]
+            if self.nbytes + _nbytes(layers) > self.max_bytes:
+                self.refused += 1  # see the module docstring: the older entries are needed first
+                continue
             self.entries[key] = layers
-        self._evict()
-
-    def _evict(self) -> None:
-        size = sum(_nbytes(layers) for layers in self.entries.values())
-        while self.entries and size > self.max_bytes:
-            _, layers = self.entries.popitem(last=False)
-            size -= _nbytes(layers)
+            self.nbytes += _nbytes(layers)
 
 
 def _nbytes(layers: Layers) -> int:

@@ -166,6 +166,9 @@ def run_episodes(backend: Any, env: Any, episodes: Sequence[Episode], cfg: Rollo
         outs = backend.generate([ep.ids for ep in active], seeds, params)
         for ep, out in zip(active, outs, strict=True):
             _advance(backend.tokenizer, ep, out, cfg)
+        ended = [ep.ids for ep in active if ep.done]
+        if ended and hasattr(backend, "forget"):
+            backend.forget(ended)  # their cached histories will not be extended again
     for ep in episodes:
         if not ep.done:
             _close(ep, "max_steps")
