@@ -40,8 +40,9 @@ class _FixedLogits(torch.nn.Module):
         super().__init__()
         self.logits = torch.nn.Parameter(logits)
 
-    def forward(self, input_ids, attention_mask):
-        return type("Out", (), {"logits": self.logits})()
+    def forward(self, input_ids, attention_mask, logits_to_keep=None):
+        logits = self.logits if logits_to_keep is None else self.logits[:, logits_to_keep]
+        return type("Out", (), {"logits": logits})()
 
 
 def test_execution_tokens_are_scored_at_the_sampling_temperature_and_labels_at_one():
@@ -58,3 +59,27 @@ def test_execution_tokens_are_scored_at_the_sampling_temperature_and_labels_at_o
     got[0, 0].backward()  # the replaced label position still carries its gradient, d/dz of log_softmax(z)
     expected = torch.nn.functional.one_hot(ids[0, 1], 5) - torch.softmax(logits[0, 0], -1)
     assert torch.allclose(model.logits.grad[0, 0], expected) and model.logits.grad[0, 1:].abs().sum() == 0
+
+
+def test_only_the_needed_positions_reach_the_lm_head_and_they_score_the_same():
+    """`needed` (the trained tokens) on the tiny Qwen2: the same log-probs and gradients at
+    those positions as the full sequence's, 0 where no row needs one."""
+    from talentrl_cli.config import compose
+    from talentrl_cli.models import load_policy
+
+    model, _ = load_policy(compose([]).model)
+    model.train()
+    torch.manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (2, 12))
+    needed = torch.zeros(2, 11, dtype=torch.bool)
+    needed[0, 3:5], needed[1, 8] = True, True
+    label = torch.zeros(2, 11, dtype=torch.bool)
+    label[0, 3] = True
+    full = sequence_logps(model, ids, torch.ones_like(ids), 0.7, label)
+    (grad_full,) = torch.autograd.grad(full[needed].sum(), model.lm_head.weight)
+    part = sequence_logps(model, ids, torch.ones_like(ids), 0.7, label, needed)
+    (grad_part,) = torch.autograd.grad(part[needed].sum(), model.lm_head.weight)
+    assert torch.allclose(part[needed], full[needed], atol=1e-5)
+    unused = ~needed.any(dim=0)  # positions 3, 4 and 8 run for both rows, the others for neither
+    assert part[:, unused].abs().sum() == 0 and unused.sum() == 8
+    assert torch.allclose(grad_part, grad_full, atol=1e-5)

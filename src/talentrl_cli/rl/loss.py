@@ -1,7 +1,7 @@
 """The token-level clipped surrogate with a k3 KL to the reference (DESIGN §2, step 6).
 
     weights = token_advantages(mask, a_route, a_exec)          # (B, T): A_route on ROUTE, A_exec on EXEC, 0 else
-    logps = sequence_logps(model, ids, attention, T, route)    # (B, T-1), TRL's selective_log_softmax
+    logps = sequence_logps(model, ids, attention, T, route, active > 0)  # (B, T-1), TRL's selective_log_softmax
     loss, stats = clipped_loss(logps, old, ref, weights, active, n_active, ...)
 
 The loss is TRL GRPOTrainer's (`dapo` normalisation): `-min(ratio A, clip(ratio, 1 - eps_low,
@@ -43,17 +43,36 @@ def token_advantages(masks: list[list[int]], a_route: Any, a_exec: Any) -> list[
 
 
 def sequence_logps(model: Any, ids: Any, attention: Any, temperature: float = 1.0,
-                   untempered: Any | None = None) -> Any:
+                   untempered: Any | None = None, needed: Any | None = None) -> Any:
     """log p(ids[:, t] | ids[:, :t]) for t >= 1, shape (B, T - 1), from logits / `temperature`.
 
     Each token's log-prob is the one of the distribution it was drawn from: the engine samples
     execution tokens at `rl.temperature` (TRL's GRPOTrainer divides the logits the same way),
     while a talent label is drawn from the exact pi_route, i.e. its tokens at temperature 1, so
-    the positions in `untempered` (B, T - 1, bool: the label tokens) keep the plain logits."""
+    the positions in `untempered` (B, T - 1, bool: the label tokens) keep the plain logits.
+
+    `needed` (B, T - 1, bool) limits the LM head and the log-softmax to the positions some row
+    trains (the model's `logits_to_keep`); positions no row trains are 0. A WorldQA episode trains ~30 of
+    its ~600 positions, and a (T, vocab) logits tensor per row is a fifth of a 135M model's
+    forward and backward."""
+    import torch
+
+    targets = ids[:, 1:]
+    if needed is None:
+        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
+        return _tempered_logps(logits.float(), targets, temperature, untempered)
+    keep = needed.any(dim=0).nonzero().squeeze(-1)
+    if keep.numel() == 0:  # nothing trained here: one position keeps the graph connected
+        keep = torch.zeros(1, dtype=torch.long, device=ids.device)
+    logits = model(input_ids=ids, attention_mask=attention, logits_to_keep=keep).logits
+    part = _tempered_logps(logits.float(), targets[:, keep], temperature,
+                           None if untempered is None else untempered[:, keep])
+    return part.new_zeros(targets.shape).index_copy(1, keep, part)
+
+
+def _tempered_logps(logits: Any, targets: Any, temperature: float, untempered: Any | None) -> Any:
     from trl.trainer.utils import selective_log_softmax
 
-    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-    targets = ids[:, 1:]
     if float(temperature) == 1.0:
         return selective_log_softmax(logits, targets)
     logps = selective_log_softmax(logits / float(temperature), targets)

@@ -387,7 +387,7 @@ class Trainer:
     def _logps(self, b: dict[str, Any], model: Any = None) -> Any:
         with models.autocast(self.cfg.model):  # bf16 autocast on a CPU with native bf16 (`models.cpu_bf16`)
             return sequence_logps(self.model if model is None else model, b["ids"], b["attention"],
-                                  float(self.rl.temperature), b["route"])
+                                  float(self.rl.temperature), b["route"], b["active"] > 0)
 
     def _ref_logps(self, b: dict[str, Any]) -> Any:
         if self.frozen is not None:
