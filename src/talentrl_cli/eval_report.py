@@ -280,8 +280,9 @@ def plot_confusion(confusion: dict[str, dict[str, int]], mode: str, path: Path) 
 def print_table(metrics: dict[str, Any], console: Any = None) -> None:
     """The mode x score table on stderr (stdout's last line stays the published ref); pass the
     stage display's console while it is live, so the table prints above it, not through it."""
-    from rich.console import Console
     from rich.table import Table
+
+    from talentrl_cli.progress import stderr_console
 
     table = Table(title=f"talentrl eval: {metrics['benchmark']} ({metrics['n_tasks']} tasks, 95% CI)")
     for col in ("mode", "EM", "F1", "success", "routing acc.", "finished", "turns", "tokens"):
@@ -291,7 +292,7 @@ def print_table(metrics: dict[str, Any], console: Any = None) -> None:
         table.add_row(mode, percent_cell(m["em"]), percent_cell(m["f1"]), percent_cell(m["success"]), route,
                       _share(m),
                       str(m["mean_turns"]), str(m["mean_tokens"]))
-    (console or Console(stderr=True, width=max(100, Console(stderr=True).width))).print(table)
+    (console or stderr_console()).print(table)
 
 
 def log_wandb_table(metrics: dict[str, Any]) -> None:

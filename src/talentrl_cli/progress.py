@@ -83,10 +83,11 @@ def is_verbose() -> bool:
 
 def stderr_console() -> Console:
     """Where displays and summaries go; a log file has no width, and rich's default of 80
-    columns folds the eval and summary tables, so it gets 120."""
+    columns folds the eval and summary tables, so it gets 160 (the comparison table with its
+    delta column needs about 125)."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 120
+        console.width = 160
     return console
 
 
