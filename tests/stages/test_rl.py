@@ -181,3 +181,23 @@ def test_two_process_cpu_run_killed_and_resumed_matches_an_uninterrupted_one(run
     for a, b in zip(whole, resumed, strict=True):
         for key in TRAIN_KEYS:
             assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), (a["step"], key)
+
+
+def test_the_progress_line_says_when_filtering_kept_fewer_groups_or_none():
+    from talentrl_cli.stages.rl import _info
+
+    row = {"reward_mean": 0.5, "reward_drawn_mean": 0.25, "route_acc": None, "route_entropy": 1.2,
+           "seconds": 10.0, "groups_trained": 4, "groups_drawn": 4}
+    assert _info(row) == "reward 0.500  H 1.20  10.0s/step"
+    assert _info({**row, "groups_trained": 2, "groups_drawn": 8}).startswith(
+        "reward 0.250 drawn, 0.500 on 2/8 groups  H 1.20")
+    nothing = _info({**row, "reward_mean": 0.0, "route_entropy": 0.0, "groups_trained": 0, "groups_drawn": 12})
+    assert nothing == "reward 0.250 drawn, no group of 12 with a signal: nothing trained  10.0s/step"
+
+
+def test_the_summary_reward_is_over_every_drawn_group():
+    from talentrl_cli.stages.rl import summary
+
+    rows = [{"reward_mean": m, "reward_drawn_mean": d, "route_acc": None, "seconds": 1.0}
+            for m, d in ((0.5, 0.25), (0.0, 0.0), (0.75, 0.5))]
+    assert (summary(rows)["reward_first"], summary(rows)["reward_last"]) == (0.25, 0.5)

@@ -10,8 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("step", "reward_mean", "em_mean", "dev_em", "route_acc", "route_entropy", "a_route_std", "zero_adv_share",
-           "kl", "clip_frac", "grad_norm", "seconds")
+COLUMNS = ("step", "reward_drawn_mean", "reward_mean", "groups_trained", "em_mean", "dev_em", "route_acc",
+           "route_entropy", "a_route_std", "zero_adv_share", "kl", "clip_frac", "grad_norm", "seconds")
 
 
 def write_report(out_dir: Path, rows: list[dict[str, Any]], cfg: Any) -> None:
@@ -67,7 +67,12 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
 
     steps = [r["step"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, [r["reward_mean"] for r in rows], label="reward")
+    drawn = [r.get("reward_drawn_mean", r["reward_mean"]) for r in rows]
+    ax.plot(steps, drawn, label="reward (every drawn group)")
+    if any(r.get("groups_trained") != r.get("groups_drawn") for r in rows):  # rl.filter_groups kept a subset
+        trained = [(r["step"], r["reward_mean"]) for r in rows if r.get("groups_trained")]
+        if trained:
+            ax.plot(*zip(*trained, strict=True), linestyle="--", label="reward (trained groups)")
     acc = [(r["step"], r["route_acc"]) for r in rows if r.get("route_acc") is not None]
     if acc:
         ax.plot(*zip(*acc, strict=True), label="routing accuracy")

@@ -199,9 +199,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[key] for r in rows[part] if r.get(key) is not None]
         return round(float(np.mean(values)), 4) if values else None
 
-    third = max(1, len(rows) // 3)
-    return {"steps": len(rows), "reward_first": mean("reward_mean", slice(0, third)),
-            "reward_last": mean("reward_mean", slice(-third, None)),
+    # the reward over every drawn group: under rl.filter_groups the trained groups' is selected
+    # for mixed outcomes, and a step that kept none has no trained reward
+    third, reward = max(1, len(rows) // 3), "reward_drawn_mean" if all("reward_drawn_mean" in r for r in rows) else "reward_mean"
+    return {"steps": len(rows), "reward_first": mean(reward, slice(0, third)),
+            "reward_last": mean(reward, slice(-third, None)),
             "route_acc_first": mean("route_acc", slice(0, third)), "route_acc_last": mean("route_acc", slice(-third, None)),
             "seconds_per_step": mean("seconds", slice(None)), "peak_memory_mb": _peak_memory_mb(),
             **({"dev_em_start": rows[0]["dev_em"], "dev_em_final": rows[-1].get("dev_em_final")}
@@ -219,9 +221,16 @@ def _peak_memory_mb() -> float:
 
 
 def _info(row: dict[str, Any]) -> str:
-    acc = row.get("route_acc")
-    parts = [f"reward {row['reward_mean']:.3f}", f"route acc {acc:.2f}" if acc is not None else "",
-             f"H {row['route_entropy']:.2f}", f"{row['seconds']:.1f}s/step",
+    """The step's progress line. Under `rl.filter_groups` the trained groups' reward is not the
+    drawn one, and a step that kept no group trains nothing: its trained means are empty, not 0."""
+    acc, trained, drawn = row.get("route_acc"), row.get("groups_trained", 1), row.get("groups_drawn", 1)
+    reward = f"reward {row['reward_mean']:.3f}"
+    if trained != drawn:
+        reward = f"reward {row['reward_drawn_mean']:.3f} drawn, {row['reward_mean']:.3f} on {trained}/{drawn} groups"
+    if not trained:
+        reward = f"reward {row['reward_drawn_mean']:.3f} drawn, no group of {drawn} with a signal: nothing trained"
+    parts = [reward, f"route acc {acc:.2f}" if acc is not None else "",
+             f"H {row['route_entropy']:.2f}" if trained else "", f"{row['seconds']:.1f}s/step",
              f"dev EM {row['dev_em']:.3f}" if row.get("dev_em") is not None else ""]
     return "  ".join(p for p in parts if p)
 
