@@ -110,6 +110,21 @@ def test_no_split_leakage(env):
     assert len(ids) == len(set(ids))
 
 
+def test_yes_no_answers_are_balanced_so_a_constant_answer_scores_half(env):
+    for split in ("train", "dev", "test"):
+        by_family: dict[str, Counter] = {}
+        for task in env.tasks(split):
+            if task.strategy == "yes_no":
+                by_family.setdefault(task.meta["family"], Counter())[task.answers[0]] += 1
+        assert by_family, split
+        for family, answers in by_family.items():  # a family's share of a split may be odd
+            assert set(answers) <= {"yes", "no"} and abs(answers["yes"] - answers["no"]) <= 1, (split, family)
+    default = WorldQAEnv({"retriever": "lexical"}, seed=0)  # every yes/no candidate is taken
+    for split in ("train", "dev", "test"):
+        answers = Counter(t.answers[0] for t in default.tasks(split) if t.strategy == "yes_no")
+        assert answers["yes"] == answers["no"] > 0, split
+
+
 def test_every_fact_template_has_a_lookup_keyword():
     for field in FACT_TEMPLATES:
         for template in templates_for(field):
