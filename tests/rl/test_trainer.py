@@ -195,3 +195,18 @@ def test_filter_groups_trains_only_groups_with_an_advantage_and_logs_every_draw(
     assert row["rollouts"] == 4 * row["groups_drawn"]  # G=4, no interventions: the filtered groups' count too
     with pytest.raises(Exception, match="max_gen_batches"):
         make_trainer("rl.filter_groups=true", "rl.max_gen_batches=0")
+
+
+def test_a_step_without_any_advantage_takes_no_optimizer_step():
+    """After a step with signal AdamW holds momentum; a following step whose groups are all
+    flat (no talent earns a reward) must leave the weights as they were, not drift along it."""
+    trainer = make_trainer("rl.interventions=1")
+    first, _ = trainer.step(0)
+    assert not first["optimizer_skipped"] and first["grad_norm"] > 0
+    for task in trainer.tasks:
+        task.strategy = "none of the talents"
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    row, _ = trainer.step(1)
+    assert row["optimizer_skipped"] and row["zero_adv_share"] == 1.0
+    assert all(torch.equal(before[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad)
+    assert trainer.scheduler.last_epoch == 1

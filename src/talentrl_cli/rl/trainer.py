@@ -29,7 +29,11 @@ One step (DESIGN §2), timed per phase:
 6. backward + optimizer: the clipped surrogate over micro-batches, normalised by the active
    tokens of the whole step across micro-batches and processes. Without KL (beta 0), a rollout
    whose tokens all have zero advantage (an equal-reward group, no routing contrast) adds no
-   gradient and is skipped; its tokens still count in the normaliser, as in TRL.
+   gradient and is skipped; its tokens still count in the normaliser, as in TRL. A step in
+   which no process has such a rollout takes no optimizer step (`optimizer_skipped` in the
+   log): AdamW would still move every weight along its momentum, an update with no new
+   evidence in it (the demo's 2 steps, the second of zero gradient, moved each of its 4.88 M
+   LoRA weights by 1.67 lr: 1 lr in the first, 0.67 lr, bias-corrected momentum, in the second).
 
 Why not a TRL GRPOTrainer subclass: it assumes one completion per prompt, a single
 completion mask and one advantage per sequence; a TalentRL group is a multi-turn episode
@@ -313,7 +317,8 @@ class Trainer:
     def update(self, out: Collected) -> dict[str, float]:
         import torch
 
-        clock, stats = _Clock(), {"kl_sum": 0.0, "clipped_sum": 0.0, "tokens": 0.0, "loss": 0.0, "grad_norm": 0.0}
+        clock, stats = _Clock(), {"kl_sum": 0.0, "clipped_sum": 0.0, "tokens": 0.0, "loss": 0.0, "grad_norm": 0.0,
+                                   "skipped": 0.0}
         batches = self._batches(out)
         by_episode = str(self.rl.loss_agg) == "episode"
         for b in batches:
@@ -322,6 +327,9 @@ class Trainer:
         n_active = float(self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), "sum"))
         if not float(self.rl.beta):  # without KL, a rollout with no advantage anywhere adds no gradient
             batches = [b for b in batches if bool(b["weights"].abs().sum() > 0)]
+            signal = float(self.accelerator.reduce(torch.tensor(float(len(batches)), device=self.accelerator.device), "sum"))
+            if not signal:
+                return {**stats, "skipped": 1.0, "seconds": {"logprobs": clock.lap(), "backward": 0.0, "optimizer": 0.0}}
         with torch.no_grad():
             for b in batches:
                 b["ref"] = self._ref_logps(b) if float(self.rl.beta) else None
@@ -438,7 +446,7 @@ class Trainer:
             "zero_adv_share": t["zero_groups"] / max(t["drawn"], 1.0), "groups_drawn": int(t["drawn"]),
             "groups_trained": int(t["tasks"]),
             "kl": t["kl_sum"] / max(t["tokens"], 1.0), "clip_frac": t["clipped_sum"] / max(t["tokens"], 1.0),
-            "grad_norm": stats["grad_norm"], "loss": t["loss"], "policy_tokens": int(t["policy_tokens"]),
+            "grad_norm": stats["grad_norm"], "optimizer_skipped": bool(stats["skipped"]), "loss": t["loss"], "policy_tokens": int(t["policy_tokens"]),
             "rollouts": int(t["rollouts"]), "reused_interventions": int(t["reused"]), "rollouts_per_s": t["rollouts"] / seconds if seconds else None,
             "trained_tokens_per_s": t["tokens"] / seconds if seconds else None, "seconds": round(seconds, 3),
         }
