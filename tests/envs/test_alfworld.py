@@ -230,6 +230,16 @@ def test_an_episode_formats_observations_and_commands(fake_alfworld):
     assert env.step("look") == (EPISODE_OVER, 0.0, True, {"valid": False})
 
 
+def test_remind_task_repeats_the_goal_before_the_commands(fake_alfworld):
+    env = one_game_env(fake_alfworld, remind_task=True, max_commands=2)
+    env.reset(env.tasks("dev")[0])
+    observation = env.step("Action: go to countertop 1")[0]
+    assert observation.split("\n") == ["You do: go to countertop 1.", f"Your task is to: {GOAL}",
+                                        "Commands: move mug 1 to coffeemachine 1, take mug 1 from countertop 1"]
+    env.step("Action: take mug 1 from countertop 1")
+    assert "Your task is to" not in env.step("Action: move mug 1 to coffeemachine 1")[0]  # over: nothing after
+
+
 def test_fifty_junk_actions_end_the_episode(fake_alfworld):
     env = one_game_env(fake_alfworld)
     task = env.tasks("dev")[0]
