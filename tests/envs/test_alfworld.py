@@ -322,6 +322,15 @@ def test_every_scene_template_scripts_its_task(kind):
         assert all(f"{scenes.pddl_id(o)} - object" in text for o in scene.objects)
 
 
+def test_a_cool_task_whose_object_starts_in_the_fridge_cools_it_there():
+    scene = scenes.Scene(kind="pick_cool_then_place_in_recep", receptacles=[("countertop 1", False), ("fridge 1", True)],
+                         objects={"tomato 1": "fridge 1"}, targets=["tomato 1"], goal_recep="countertop 1",
+                         appliance="fridge", goal="put a cool tomato in countertop.")
+    assert scenes.script(scene) == ["go to countertop 1", "go to fridge 1", "open fridge 1", "take tomato 1 from fridge 1",
+                                    "cool tomato 1 with fridge 1", "go to countertop 1",
+                                    "move tomato 1 to countertop 1"]
+
+
 def test_generated_scenes_without_the_pddl_engine_say_so(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
