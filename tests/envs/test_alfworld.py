@@ -331,6 +331,15 @@ def test_a_cool_task_whose_object_starts_in_the_fridge_cools_it_there():
                                     "move tomato 1 to countertop 1"]
 
 
+def test_source_n_follows_the_generated_train_scenes():
+    from talentrl_cli.config import compose
+
+    base = ["env=alfworld", "source=alfworld", "env.scenes=generated"]
+    assert compose(base).source.n == 60
+    assert compose([*base, "env.n_scenes.train=180"]).source.n == 180  # one setting grows the SFT data
+    assert compose([*base, "env.n_scenes.train=180", "source.n=30"]).source.n == 30
+
+
 def test_generated_scenes_without_the_pddl_engine_say_so(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
