@@ -14,6 +14,7 @@ from talentrl_cli.metrics import (
     f1,
     f1_squad,
     normalize_answer,
+    outcome_scores,
     score_completion,
 )
 
@@ -134,3 +135,13 @@ def test_bootstrap_ci_empty_and_bad_input():
         bootstrap_ci([1.0, float("nan")])
     with pytest.raises(ValueError):
         bootstrap_ci([1.0, 0.0], confidence=1.5)
+
+
+@pytest.mark.parametrize(("scores", "reward", "expected"), [
+    ({"em": 1.0, "f1": 1.0}, 1.0, {"em": 1.0, "f1": 1.0, "success": 1.0}),     # WorldQA, right
+    ({"em": 0.0, "f1": 0.4}, 0.4, {"em": 0.0, "f1": 0.4, "success": 0.0}),     # QA, env.reward=f1
+    ({}, 1.0, {"em": 1.0, "f1": 1.0, "success": 1.0}),                         # TextWorld, won
+    ({"points": 2.0}, 0.75, {"em": 0.75, "f1": 0.75, "success": 0.0}),         # WebShop, partial
+])
+def test_outcome_scores_of_envs_with_and_without_an_answer(scores, reward, expected):
+    assert outcome_scores(scores, reward) == expected

@@ -88,8 +88,9 @@ def paired_diffs(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], kee
 
 
 def row_scores(row: dict[str, Any]) -> dict[str, float]:
-    em = float(row["scores"].get("em", row["reward"]))
-    return {"em": em, "f1": float(row["scores"].get("f1", em)), "success": float(row["reward"] >= 1.0)}
+    from talentrl_cli.metrics import outcome_scores
+
+    return outcome_scores(row["scores"], row["reward"])
 
 
 def _mode_metrics(rows: list[dict[str, Any]], mapping: dict[str, str], n_bootstrap: int, seed: int) -> dict[str, Any]:

@@ -132,6 +132,14 @@ def score_completion(completion: str, answers: str | Sequence[str]) -> dict:
     }
 
 
+def outcome_scores(scores: dict[str, float], reward: float) -> dict[str, float]:
+    """EM, F1 and success of one episode, as eval's table and rl's log both count them. An env
+    with no answer to match (TextWorld, ALFWorld, WebShop) reports no `em`: its EM and F1 are
+    its reward, and success is reward 1 (WebShop's partial rewards are not successes)."""
+    em = float(scores.get("em", reward))
+    return {"em": em, "f1": float(scores.get("f1", em)), "success": float(reward >= 1.0)}
+
+
 def bootstrap_ci(
     values: Sequence[float],
     confidence: float = 0.95,

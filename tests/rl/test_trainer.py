@@ -210,3 +210,16 @@ def test_a_step_without_any_advantage_takes_no_optimizer_step():
     assert row["optimizer_skipped"] and row["zero_adv_share"] == 1.0
     assert all(torch.equal(before[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad)
     assert trainer.scheduler.last_epoch == 1
+
+
+def test_held_out_em_of_an_env_without_answers_is_its_reward(monkeypatch):
+    """TextWorld, ALFWorld and WebShop score no `em`: `rl.eval_every`'s dev EM is then the
+    reward, as in eval's table (it logged 0.0 for a TextWorld policy that won 45 % of games)."""
+    from talentrl_cli.rollout import Episode
+
+    trainer = make_trainer()
+    tasks = toy.toy_tasks(3)
+    episodes = [Episode(task=tasks[0], reward=1.0), Episode(task=tasks[1], reward=0.5),
+                Episode(task=tasks[2], reward=1.0, scores={"em": 0.0})]
+    monkeypatch.setattr(trainer, "_run", lambda *args, **kwargs: episodes)
+    assert trainer.evaluate(tasks) == pytest.approx(0.5)  # (1 + 0.5 + 0) / 3

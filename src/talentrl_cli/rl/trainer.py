@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from talentrl_cli import models, policy
+from talentrl_cli.metrics import outcome_scores
 from talentrl_cli.rl import advantages as adv
 from talentrl_cli.rl import interventions as iv
 from talentrl_cli.rl.loss import clipped_loss, episode_scale, sequence_logps, token_advantages
@@ -213,8 +214,8 @@ class Trainer:
         dists = self.agent.route(mine) if self.talents_on and mine else [{} for _ in mine]
         names = [max(d, key=d.get) if d else None for d in dists]
         episodes = self._run(mine, names, [0] * len(mine), replace(self.rollout, temperature=0.0))
-        local = torch.tensor([sum(e.scores.get("em", 0.0) for e in episodes), float(len(episodes))],
-                             device=self.accelerator.device)
+        em_sum = sum(outcome_scores(e.scores, e.reward)["em"] for e in episodes)
+        local = torch.tensor([em_sum, float(len(episodes))], device=self.accelerator.device)
         em, n = self.accelerator.reduce(local, "sum").tolist()
         self.model.train()
         return em / max(n, 1.0)
@@ -417,10 +418,11 @@ class Trainer:
         import torch
 
         eps = out.episodes
+        outcomes = [outcome_scores(e.scores, e.reward) for e in eps]
         local = {
             "n": len(eps), "reward": sum(e.reward for e in eps), "reward_sq": sum(e.reward ** 2 for e in eps),
-            "em": sum(e.scores.get("em", 0.0) for e in eps), "f1": sum(e.scores.get("f1", 0.0) for e in eps),
-            "success": sum(float(e.reward > 0) for e in eps), "policy_tokens": sum(e.policy_tokens for e in eps),
+            **{k: sum(s[k] for s in outcomes) for k in ("em", "f1", "success")},
+            "policy_tokens": sum(e.policy_tokens for e in eps),
             "a_route": float(np.sum(out.a_route)), "a_route_sq": float(np.sum(out.a_route ** 2)),
             "drawn_reward": sum(out.drawn_rewards or [e.reward for e in eps]), "n_drawn": len(out.drawn_rewards or eps),
             "rollouts": ran_rollouts(out) + out.discarded, "reused": out.reused,
