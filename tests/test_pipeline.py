@@ -272,7 +272,7 @@ def test_paper_pipeline_runs_every_arm_writes_one_table_and_resumes(run_cli):
 
 TEXTWORLD_SMALL = ["model=tiny", "env.n_games={train: 4, dev: 2, test: 1}", "source.n=4", "mine.min_support=1", "sft.max_examples=4",
                    "sft.epochs=1", "eval.limit=2", "eval.max_steps=3", "eval.max_new_tokens=6", "rl.steps=1",
-                   "rl.tasks_per_step=1", "rl.max_steps=3", "rl.max_new_tokens=6", "eval.n_bootstrap=100"]
+                   "rl.tasks_per_step=1", "rl.eval_every=0", "rl.max_steps=3", "rl.max_new_tokens=6", "eval.n_bootstrap=100"]
 
 
 @pytest.mark.slow
