@@ -3,7 +3,7 @@
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py            # default run (random 10k+100k, MiniLM 10k)
     HF_HUB_OFFLINE=1 /work/venv/bin/python bench/retrieval.py --quick    # smoke run, 2k items
     python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32         # the 100k targets only (731 s under load 2-3)
-    python bench/retrieval.py --minilm-sizes 10000 100000                # + 100k real embeddings (the README's run)
+    python bench/retrieval.py --minilm-sizes 10000 100000                # + 100k real embeddings (docs/MEASUREMENTS.md's run)
     python bench/retrieval.py --no-minilm --sizes 100000 --Ms 32 --efs 128 512 1024   # how far recall climbs with ef
 
 Collections (384-d, cosine): 10k and 100k random unit vectors (seeded), and MiniLM

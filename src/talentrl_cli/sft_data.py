@@ -61,7 +61,7 @@ def build_examples(labelled: Sequence[tuple[Any, str]], bank: Any, query_vectors
 
     `thoughts=False` (`sft.thoughts`) trains each turn's action alone: the policy then acts
     without reasoning text, so SFT trains on fewer tokens and every rollout and eval turn
-    decodes fewer (the parsers take an action-only turn; see README for its measured EM)."""
+    decodes fewer (the parsers take an action-only turn; see docs/MEASUREMENTS.md for its measured EM)."""
 
     if mode not in MODES:
         raise ConfigError(f"sft.mode={mode!r} is not one of {', '.join(MODES)}")

@@ -90,7 +90,7 @@ def episode_scale(active: Any) -> Any:
     tested as the cause of RL teaching WorldQA's policy to finish after one search, and is not
     that cause: at `episode` (10 steps of 4 tasks, 150 dev questions) episodes got shorter
     still (mean turns 3.42 -> 2.35 against 3.41 at `token`) and RL - SFT EM was 0.0 [-9.3,
-    +8.7] (README, Measured figures). Kept as verl's alternative; the default stays `token`."""
+    +8.7] (docs/MEASUREMENTS.md). Kept as verl's alternative; the default stays `token`."""
     counts = active.sum(dim=1, keepdim=True).clamp(min=1)
     return active / counts
 

@@ -244,7 +244,7 @@ def balance_yes_no(pool: list[Candidate]) -> list[Candidate]:
     majority answer dropped, in pool order). Without it a constant answer beats chance: the
     `same` families repeat their few yes-pairs and dedup keeps one, so before this 58 % of
     train and 67 % of dev yes/no answers were "no", and RL learned to answer "no" (to 30 of 30
-    dev yes/no questions and 62 of 170 others: README, Measured figures)."""
+    dev yes/no questions and 62 of 170 others: docs/MEASUREMENTS.md)."""
     answers: dict[str, Counter] = {}
     for cand in pool:
         if cand.family.strategy == "yes_no":
