@@ -201,13 +201,14 @@ def test_a_step_without_any_advantage_takes_no_optimizer_step():
     """After a step with signal AdamW holds momentum; a following step whose groups are all
     flat (no talent earns a reward) must leave the weights as they were, not drift along it."""
     trainer = make_trainer("rl.interventions=1")
-    first, _ = trainer.step(0)
+    first, out = trainer.step(0)
     assert not first["optimizer_skipped"] and first["grad_norm"] > 0
+    assert 0 < first["route_signal_share"] == np.count_nonzero(out.a_route) / len(out.episodes) <= 1
     for task in trainer.tasks:
         task.strategy = "none of the talents"
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     row, _ = trainer.step(1)
-    assert row["optimizer_skipped"] and row["zero_adv_share"] == 1.0
+    assert row["optimizer_skipped"] and row["zero_adv_share"] == 1.0 and row["route_signal_share"] == 0.0
     assert all(torch.equal(before[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad)
     assert trainer.scheduler.last_epoch == 1
 

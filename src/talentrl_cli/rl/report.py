@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 COLUMNS = ("step", "reward_drawn_mean", "reward_mean", "groups_trained", "em_mean", "dev_em", "route_acc",
-           "route_entropy", "a_route_std", "zero_adv_share", "kl", "clip_frac", "grad_norm", "seconds")
+           "route_entropy", "a_route_std", "route_signal_share", "zero_adv_share", "kl", "clip_frac",
+           "grad_norm", "seconds")
 
 
 def write_report(out_dir: Path, rows: list[dict[str, Any]], cfg: Any) -> None:

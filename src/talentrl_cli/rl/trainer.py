@@ -424,6 +424,7 @@ class Trainer:
             **{k: sum(s[k] for s in outcomes) for k in ("em", "f1", "success")},
             "policy_tokens": sum(e.policy_tokens for e in eps),
             "a_route": float(np.sum(out.a_route)), "a_route_sq": float(np.sum(out.a_route ** 2)),
+            "route_signal": float(np.count_nonzero(out.a_route)),
             "drawn_reward": sum(out.drawn_rewards or [e.reward for e in eps]), "n_drawn": len(out.drawn_rewards or eps),
             "rollouts": ran_rollouts(out) + out.discarded, "reused": out.reused,
             "tasks": len(out.dists), "drawn": out.drawn or len(out.dists),
@@ -444,6 +445,8 @@ class Trainer:
             "route_entropy": t["entropy"] / max(t["tasks"], 1.0),
             "route_acc": t["route_hits"] / t["route_known"] if t["route_known"] else None,
             "a_route_mean": t["a_route"] / n, "a_route_std": _std(t["a_route"], t["a_route_sq"], n),
+            # matched credit is 0 wherever the swap earns what the choice did: this is how often it is not
+            "route_signal_share": t["route_signal"] / n,
             "reward_drawn_mean": t["drawn_reward"] / max(t["n_drawn"], 1.0),  # = reward_mean unless filtered
             "zero_adv_share": t["zero_groups"] / max(t["drawn"], 1.0), "groups_drawn": int(t["drawn"]),
             "groups_trained": int(t["tasks"]),

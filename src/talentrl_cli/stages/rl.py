@@ -205,6 +205,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"steps": len(rows), "reward_first": mean(reward, slice(0, third)),
             "reward_last": mean(reward, slice(-third, None)),
             "route_acc_first": mean("route_acc", slice(0, third)), "route_acc_last": mean("route_acc", slice(-third, None)),
+            "route_signal_share": mean("route_signal_share", slice(None)),
             "seconds_per_step": mean("seconds", slice(None)), "peak_memory_mb": _peak_memory_mb(),
             **({"dev_em_start": rows[0]["dev_em"], "dev_em_final": rows[-1].get("dev_em_final")}
                if rows and rows[0].get("dev_em") is not None else {})}
