@@ -50,8 +50,9 @@ def test_every_stage_chains_and_eval_reads_the_rl_policy(run_cli, trained):
     log = _log(artifact)
     assert [r["step"] for r in log] == [0, 1, 2]
     assert all(k in log[0] for k in (*TRAIN_KEYS, "route_entropy", "route_acc", "route_signal_share",
-                                     "zero_adv_share", "clip_frac", "rollouts_per_s", "time_routing", "time_rollouts", "time_interventions",
-                                     "time_logprobs", "time_backward", "time_optimizer"))
+                                     "zero_adv_share", "clip_frac", "rollouts_per_s", "time_routing",
+                                     "time_rollouts", "time_interventions", "time_logprobs", "time_backward",
+                                     "time_optimizer"))
     assert log[0]["rollouts"] + log[0]["reused_interventions"] == 2 * 2 * (1 + 1)  # tasks x G x (1 + M)
     rollouts = [json.loads(line) for line in (artifact.path / "rollouts.jsonl").open()]
     assert {r["step"] for r in rollouts} == {0, 2} and all(len(r["ids"]) == len(r["mask"]) for r in rollouts)

@@ -445,7 +445,8 @@ class Trainer:
             "route_entropy": t["entropy"] / max(t["tasks"], 1.0),
             "route_acc": t["route_hits"] / t["route_known"] if t["route_known"] else None,
             "a_route_mean": t["a_route"] / n, "a_route_std": _std(t["a_route"], t["a_route_sq"], n),
-            # matched credit is 0 wherever the swap earns what the choice did: this is how often it is not
+            # a 0 routing advantage teaches the router nothing; under matched credit that is every swap
+            # that drew the sampled talent or earned its reward, most of them with a confident router
             "route_signal_share": t["route_signal"] / n,
             "reward_drawn_mean": t["drawn_reward"] / max(t["n_drawn"], 1.0),  # = reward_mean unless filtered
             "zero_adv_share": t["zero_groups"] / max(t["drawn"], 1.0), "groups_drawn": int(t["drawn"]),
