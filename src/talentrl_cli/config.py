@@ -67,6 +67,7 @@ RANGES: dict[str, tuple[Any, str]] = {
     "rl.loss_agg": ((lambda v: v in ("token", "episode")), "token or episode"),
     "sft.lr": _POSITIVE, "rl.lr": _POSITIVE, "rl.group_size": _at_least(1), "rl.interventions": _at_least(0),
     "rl.steps": _at_least(0), "rl.tasks_per_step": _at_least(1), "rl.beta": _at_least(0),
+    "rl.route_beta": _at_least(0),
     "eval.n_bootstrap": _at_least(1), "eval.batch_size": _at_least(1), "rl.batch_size": _at_least(1),
     "eval.temperature": _at_least(0), "rl.temperature": _at_least(0),
 }

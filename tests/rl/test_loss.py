@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -82,3 +84,19 @@ def test_only_the_needed_positions_reach_the_lm_head_and_they_score_the_same():
     assert torch.allclose(part[needed], full[needed], atol=1e-5)
     assert part[~needed].abs().sum() == 0
     assert torch.allclose(grad_part, grad_full, atol=1e-5)
+
+
+def test_route_beta_puts_the_k3_kl_on_the_label_tokens_only():
+    """beta 0, route_beta 2: k3 at the label token (logp log 0.5, reference log 0.8) is
+    1.6 - ln 1.6 - 1 and its gradient 2 (1 - 1.6) / n; the execution token, whose reference
+    was never scored (0), adds nothing and no NaN however unlikely its token."""
+    logps = torch.tensor([[math.log(0.5), -200.0]], requires_grad=True)
+    ref = torch.tensor([[math.log(0.8), 0.0]])
+    route = torch.tensor([[True, False]])
+    active = torch.ones(1, 2)
+    loss, stats = clipped_loss(logps, logps.detach(), ref, torch.zeros(1, 2), active, n_active=2,
+                               route_beta=2.0, route=route)
+    k3 = 1.6 - math.log(1.6) - 1
+    assert float(loss.detach()) == pytest.approx(2 * k3 / 2) and stats["kl_sum"] == pytest.approx(k3)
+    (grad,) = torch.autograd.grad(loss, logps)
+    assert torch.allclose(grad, torch.tensor([[2 * (1 - 1.6) / 2, 0.0]]))

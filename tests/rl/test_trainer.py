@@ -13,7 +13,7 @@ import torch
 from talentrl_cli.config import compose
 from talentrl_cli.generation import HFBackend
 from talentrl_cli.policy import load_for_training
-from talentrl_cli.rl.trainer import Collected, Trainer
+from talentrl_cli.rl.trainer import Collected, Trainer, needs_reference
 from talentrl_cli.rollout import EXEC, OTHER, ROUTE
 
 from . import toy
@@ -26,7 +26,7 @@ def make_trainer(*overrides: str, designated: str | None = "a", tasks=None, full
     cfg = compose(["model=tiny", "rl.skills=none", "rl.lr=1e-2", "rl.tasks_per_step=6", "rl.group_size=4",
                    "rl.interventions=2", "rl.micro_batch=24", *overrides])
     torch.manual_seed(0)
-    model, tokenizer = load_for_training(cfg.model, start, full_finetune=full, reference=bool(float(cfg.rl.beta)))
+    model, tokenizer = load_for_training(cfg.model, start, full_finetune=full, reference=needs_reference(cfg.rl))
     tasks = tasks or toy.toy_tasks()
     for task in tasks if designated else ():
         task.strategy = designated
@@ -89,6 +89,24 @@ def test_each_advantage_reaches_only_its_own_tokens_and_observations_get_no_grad
     grad = logps.grad
     assert torch.all(grad[batch["active"] == 0] == 0)  # prompt, observation and padding tokens
     torch.testing.assert_close(grad[0], -torch.tensor(expected) / 7)
+
+
+def test_route_beta_scores_the_reference_on_the_label_tokens_from_a_cut_forward():
+    from talentrl_cli import policy
+    from talentrl_cli.rl.loss import sequence_logps
+
+    trainer = make_trainer("rl.route_beta=1.0")
+    mask = [OTHER, OTHER, ROUTE, ROUTE, OTHER, EXEC, EXEC, OTHER, OTHER, EXEC]
+    episodes = [SimpleNamespace(ids=list(range(10, 20)), mask=mask), SimpleNamespace(ids=list(range(30, 34)), mask=mask[:4])]
+    out = Collected(episodes=episodes, a_route=np.array([1.0, -1.0]), a_exec=np.array([0.5, 0.25]))
+    (batch,) = trainer._batches(out)
+    with torch.no_grad():
+        with policy.reference(trainer.model):
+            full = sequence_logps(trainer.model, batch["ids"], batch["attention"])
+        ref = trainer._ref_logps(batch)
+    assert ref.shape == batch["weights"].shape
+    torch.testing.assert_close(ref[batch["route"]], full[batch["route"]], atol=1e-5, rtol=1e-5)
+    assert ref[~batch["route"]].abs().sum() == 0
 
 
 def test_an_intervention_with_the_sampled_talent_reproduces_its_tokens_at_temperature_1():

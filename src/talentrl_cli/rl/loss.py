@@ -97,9 +97,13 @@ def episode_scale(active: Any) -> Any:
 
 def clipped_loss(logps: Any, old_logps: Any, ref_logps: Any | None, advantages: Any, active: Any, n_active: float,
                  eps_low: float = 0.2, eps_high: float = 0.2, beta: float = 0.0,
-                 scale: Any | None = None) -> tuple[Any, dict[str, Any]]:
+                 scale: Any | None = None, route_beta: float = 0.0, route: Any | None = None) -> tuple[Any, dict[str, Any]]:
     """(loss, stats) for one micro-batch; all tensors (B, T) aligned to the predicted tokens.
-    `scale` (default: `active`) weighs each token's loss; the sum is divided by `n_active`."""
+    `scale` (default: `active`) weighs each token's loss; the sum is divided by `n_active`.
+    The k3 KL weighs `beta` on every active token plus `route_beta` on the talent-label tokens
+    (`route`, bool (B, T)); without `beta`, `ref_logps` is read on the label tokens only (the
+    trainer scores the reference there alone). `kl_sum` in the stats is the unweighted k3 over
+    the tokens it is taken on."""
     import torch
 
     active = active.to(logps.dtype)
@@ -107,9 +111,13 @@ def clipped_loss(logps: Any, old_logps: Any, ref_logps: Any | None, advantages: 
     clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)
     per_token = -torch.min(ratio * advantages, clipped * advantages)
     kl = torch.zeros_like(logps)
-    if beta and ref_logps is not None:
-        kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
-        per_token = per_token + beta * kl
+    if ref_logps is not None and (beta or route_beta):
+        on_label = route.to(logps.dtype) if route is not None else torch.zeros_like(logps)
+        # masked before exp: a position without a reference score must not reach exp() (an inf
+        # there would turn the gradient NaN even under a zero weight)
+        gap = torch.where((active if beta else on_label) > 0, ref_logps - logps, torch.zeros_like(logps))
+        kl = torch.exp(gap) - gap - 1
+        per_token = per_token + (beta + route_beta * on_label) * kl
     weight = active if scale is None else scale.to(logps.dtype)
     loss = (per_token * weight).sum() / max(float(n_active), 1.0)
     with torch.no_grad():

@@ -76,6 +76,11 @@ def routing_key(rl: Any) -> str:
     return "exhaustive" if str(rl.routing_estimator) == "exhaustive" else "matched"
 
 
+def needs_reference(rl: Any) -> bool:
+    """A KL term needs the reference policy: `rl.beta` on every token, `rl.route_beta` on the labels."""
+    return bool(float(rl.beta) or float(rl.route_beta))
+
+
 @dataclass
 class Collected:
     """One step's trained rollouts (and their interventions) on this process."""
@@ -147,7 +152,7 @@ class Trainer:
         self.talents_on, self.skills_on = switch_on(cfg.rl.talents) and bool(agent.talents), switch_on(cfg.rl.skills)
         # the KL reference, the starting policy: a PEFT model's frozen reference adapter (or its
         # adapter disabled, from a fresh LoRA); a fully fine-tuned model's frozen copy
-        self.frozen = (policy.frozen_copy(model) if float(self.rl.beta) and not hasattr(model, "disable_adapter")
+        self.frozen = (policy.frozen_copy(model) if needs_reference(self.rl) and not hasattr(model, "disable_adapter")
                        else None)
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=float(self.rl.lr))
@@ -326,14 +331,17 @@ class Trainer:
             b["scale"] = episode_scale(b["active"]) if by_episode else None
         local = sum(float((b["active"].sum(dim=1) > 0).sum() if by_episode else b["active"].sum()) for b in batches)
         n_active = float(self.accelerator.reduce(torch.tensor(local, device=self.accelerator.device), "sum"))
-        if not float(self.rl.beta):  # without KL, a rollout with no advantage anywhere adds no gradient
+        # without KL on every token, a rollout with no advantage anywhere adds no gradient; the
+        # `route_beta` anchor rides on the rollouts that do (a row for its 1-3 label tokens alone
+        # would cost a whole forward and backward)
+        if not float(self.rl.beta):
             batches = [b for b in batches if bool(b["weights"].abs().sum() > 0)]
             signal = float(self.accelerator.reduce(torch.tensor(float(len(batches)), device=self.accelerator.device), "sum"))
             if not signal:
                 return {**stats, "skipped": 1.0, "seconds": {"logprobs": clock.lap(), "backward": 0.0, "optimizer": 0.0}}
         with torch.no_grad():
             for b in batches:
-                b["ref"] = self._ref_logps(b) if float(self.rl.beta) else None
+                b["ref"] = self._ref_logps(b) if needs_reference(self.rl) else None
                 b["old"] = self._logps(b).detach() if int(self.rl.num_iterations) > 1 else None
         seconds = {"logprobs": clock.lap(), "backward": 0.0, "optimizer": 0.0}
         world = self.accelerator.num_processes
@@ -343,7 +351,7 @@ class Trainer:
                 old = b["old"] if b["old"] is not None else logps.detach()
                 loss, s = clipped_loss(logps, old, b["ref"], b["weights"], b["active"], n_active,
                                        float(self.rl.clip_eps_low), float(self.rl.clip_eps_high), float(self.rl.beta),
-                                       scale=b["scale"])
+                                       scale=b["scale"], route_beta=float(self.rl.route_beta), route=b["route"])
                 # processes hold different numbers of micro-batches: only the last backward syncs
                 sync = self.accelerator.no_sync(self.model) if i < len(batches) - 1 else nullcontext()
                 with sync:
@@ -399,11 +407,24 @@ class Trainer:
                                   float(self.rl.temperature), b["route"], b["active"] > 0)
 
     def _ref_logps(self, b: dict[str, Any]) -> Any:
+        """The reference's log-probs on the trained tokens (B, T - 1). Under `route_beta` alone
+        only the talent-label tokens are scored, from a forward cut after the last one: the
+        routing turn comes before the execution turns, so that prefix is a fraction of the row."""
+        import torch.nn.functional as F
+
+        width = b["weights"].shape[1]
+        if not float(self.rl.beta):
+            labels = b["route"].any(dim=0).nonzero()
+            cut = int(labels.max()) + 1 if len(labels) else 1
+            b = {**b, "ids": b["ids"][:, :cut + 1], "attention": b["attention"][:, :cut + 1],
+                 "route": b["route"][:, :cut], "active": b["route"][:, :cut].float()}
         if self.frozen is not None:
-            return self._logps(b, self.frozen)
-        model = self.accelerator.unwrap_model(self.model)
-        with policy.reference(model):
-            return self._logps(b, model)
+            ref = self._logps(b, self.frozen)
+        else:
+            model = self.accelerator.unwrap_model(self.model)
+            with policy.reference(model):
+                ref = self._logps(b, model)
+        return F.pad(ref, (0, width - ref.shape[1]))
 
     # -- one step -----------------------------------------------------------------------------
 

@@ -89,7 +89,7 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
     from talentrl_cli.generation import make_backend
     from talentrl_cli.policy import load_for_training
     from talentrl_cli.progress import current
-    from talentrl_cli.rl.trainer import Trainer
+    from talentrl_cli.rl.trainer import Trainer, needs_reference
 
     torch.manual_seed(int(cfg.seed))
     env = env_from_config(cfg)
@@ -101,7 +101,7 @@ def build_trainer(cfg: Any, inputs: dict[str, Any]) -> Any:
     artifact = inputs.get("model")
     with current().step(f"loading {artifact.ref if artifact else cfg.model.kind} for training"):
         model, tokenizer = load_for_training(cfg.model, artifact, bool(cfg.rl.full_finetune),
-                                             reference=bool(float(cfg.rl.beta)))
+                                             reference=needs_reference(cfg.rl))
         backend = make_backend(model, tokenizer, str(cfg.rl.backend), int(cfg.rl.batch_size))
         agent = Agent.from_config(cfg, backend, env, inputs.get("index"))
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
