@@ -20,7 +20,7 @@ def write_report(out_dir: Path, rows: list[dict[str, Any]], cfg: Any) -> None:
     lines = ["# talentrl rl", "",
              f"routing_credit={rl.routing_credit}, routing_estimator={rl.routing_estimator}, "
              f"intervention={rl.intervention}, talents={rl.talents}, skills={rl.skills}, G={rl.group_size}, "
-             f"M={rl.interventions}, lr={rl.lr}, beta={rl.beta}, {len(rows)} steps", "",
+             f"M={rl.interventions}, lr={rl.lr}, beta={rl.beta}, route_beta={rl.route_beta}, {len(rows)} steps", "",
              "![curves](curves.png)", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
