@@ -29,6 +29,15 @@ def test_swap_ignores_the_sampled_talent_and_swap_other_avoids_it():
     assert intervention_talents(DIST, ["a", "b"], "ablate", 2, rng) == [[None, None], [None, None]]
 
 
+def test_swap_distinct_draws_pi_route_without_the_sampled_talent():
+    rng = generator(0, "t", 0)
+    draws = [x for s in intervention_talents(DIST, ["a"] * 4000, "swap_distinct", 1, rng) for x in s]
+    assert "a" not in draws and abs(draws.count("b") / 4000 - 0.75) < 0.03  # 0.3 / (0.3 + 0.1)
+    assert intervention_talents({"a": 1.0}, ["a"], "swap_distinct", 2, rng) == [["a", "a"]]  # a menu of one
+    lone = intervention_talents({"a": 1.0, "b": 0.0, "c": 0.0}, ["a"] * 200, "swap_distinct", 1, rng)
+    assert {x for s in lone for x in s} == {"b", "c"}  # no mass elsewhere: uniform over the others
+
+
 def test_an_unknown_intervention_is_a_config_error():
     with pytest.raises(ConfigError, match="rl.intervention='swapp'"):
         intervention_talents(DIST, ["a"], "swapp", 1, generator(0, "t", 0))

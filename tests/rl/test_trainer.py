@@ -59,6 +59,8 @@ def test_a_group_follows_the_switches():
     task = toy.toy_tasks(1)[0]
     names, swaps = make_trainer()._plan(task, dist, 0)
     assert len(names) == 4 and all(len(s) == 2 and set(s) <= set(dist) for s in swaps)
+    names, swaps = make_trainer("rl.intervention=swap_distinct")._plan(task, dist, 0)
+    assert len(names) == 4 and all(len(s) == 2 and t not in s for t, s in zip(names, swaps, strict=True))
     names, swaps = make_trainer("rl.intervention=ablate")._plan(task, dist, 0)
     assert swaps == [[None, None]] * 4
     names, swaps = make_trainer("rl.routing_estimator=exhaustive")._plan(task, dist, 0)

@@ -22,7 +22,10 @@ rewards' spread and a routing step is about as large as an execution step.
   the step's reward std + eps (`rl.route_scale=reward`; `contrast`: the contrasts' own std,
   which inflates a step with few nonzero contrasts: `route_scale`). Unbiased when the
   intervention talent is drawn independently of t_i (`swap`) or is the flat context
-  (`ablate`); `swap_other` is biased (see `rl.group`).
+  (`ablate`); `swap_other` is biased (see `rl.interventions`).
+- `matched_distinct` (`rl.intervention=swap_distinct`): `(1 - pi(t_i|x)) (r_i - mean_m r'_{i,m})`,
+  the interventions drawn from pi_route without t_i: `swap`'s credit with its draws of t_i
+  (contrast 0) integrated out, so the same expectation at no more variance.
 - `exhaustive`: every talent ran once on the task, so the routing loss is the exact expected
   gradient `-sum_t pi(t|x) * stopgrad(r(t) - b)`, `b = sum_t pi(t|x) r(t)`. Its gradient is
   `sum_t pi(t|x) (r(t) - b) grad log pi(t|x)`, so the rollout of talent t carries the weight
@@ -110,6 +113,17 @@ def matched_contrast(credit: Credit) -> np.ndarray:
     means = np.divide((credit.baseline * credit.baseline_mask).sum(axis=1), counts,
                       out=np.zeros_like(credit.rewards), where=counts > 0)
     return np.where(counts > 0, credit.rewards - means, 0.0)
+
+
+@ROUTING.register("matched_distinct")
+def matched_distinct(credit: Credit, a_exec: np.ndarray | None = None, scale: bool = True,
+                     scale_by: str = "reward") -> np.ndarray:
+    """`rl.intervention=swap_distinct`: the contrast against interventions drawn without t_i,
+    weighed by the chance 1 - pi(t_i | x) that a `swap` draw differs from t_i."""
+    if len(credit.probs) != len(credit.rewards):
+        raise ValueError("matched_distinct routing credit needs pi_route(t_i | x) for every rollout")
+    contrast = (1.0 - credit.probs) * matched_contrast(credit)
+    return contrast / route_scale(credit, contrast, scale_by) if scale and len(contrast) > 1 else contrast
 
 
 @ROUTING.register("exhaustive")

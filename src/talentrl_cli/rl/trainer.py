@@ -11,7 +11,7 @@ One step (DESIGN §2), timed per phase:
 2. rollouts: one execution rollout per sampled talent, rollout index i, through the one engine
    (`agent.run`), its sampler seeded from (step seed, task, i, turn).
 3. interventions: M rollouts per sampled talent with the same index i (common random
-   numbers), talent t'_{i,m} (`swap`, `swap_other`) or the flat context (`ablate`); no gradient.
+   numbers), talent t'_{i,m} (`swap`, `swap_distinct`, `swap_other`) or the flat context (`ablate`); no gradient.
    A `swap` draw equal to t_i would replay the sampled rollout exactly, so it reuses it (with a
    confident router most draws are such: `reused_interventions` in the log). The draws are
    made before any rollout, so 2 and 3 are one engine call (one batch); the log splits its
@@ -70,10 +70,16 @@ def switch_on(value: Any) -> bool:
     return value is True or str(value).lower() in ("on", "true", "1")
 
 
+MATCHED = ("matched", "matched_distinct")  # the routing credits that run matched interventions
+
+
 def routing_key(rl: Any) -> str:
+    """The `advantages.ROUTING` estimator the config asks for."""
     if str(rl.routing_credit) == "terminal":
         return "terminal"
-    return "exhaustive" if str(rl.routing_estimator) == "exhaustive" else "matched"
+    if str(rl.routing_estimator) == "exhaustive":
+        return "exhaustive"
+    return "matched_distinct" if str(rl.intervention) == "swap_distinct" else "matched"
 
 
 def needs_reference(rl: Any) -> bool:
@@ -298,7 +304,7 @@ class Trainer:
             return list(dist), [[] for _ in dist]
         rng = iv.generator(int(self.cfg.seed), task.id, step)
         sampled = iv.sample_talents(dist, g, rng)
-        if routing_key(self.rl) != "matched" or int(self.rl.interventions) <= 0:
+        if routing_key(self.rl) not in MATCHED or int(self.rl.interventions) <= 0:
             return list(sampled), [[] for _ in sampled]
         return list(sampled), iv.intervention_talents(dist, sampled, str(self.rl.intervention),
                                                       int(self.rl.interventions), rng)
@@ -313,7 +319,7 @@ class Trainer:
         credit = credit_of(out)
         out.a_exec = adv.EXECUTION.get(str(self.rl.exec_estimator))(credit)
         key = routing_key(self.rl)
-        scale = {"scale_by": str(self.rl.route_scale)} if key == "matched" else {}
+        scale = {"scale_by": str(self.rl.route_scale)} if key in MATCHED else {}
         out.a_route = (adv.ROUTING.get(key)(credit, out.a_exec, **scale) if self.talents_on
                        else np.zeros(len(out.episodes)))
         out.zero_share = adv.zero_advantage_share(credit)

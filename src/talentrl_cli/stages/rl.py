@@ -35,7 +35,7 @@ from typing import Any
 
 from talentrl_cli.stages import Stage, checkpoint_dir, register_stage
 
-SWITCHES = {"intervention": ("swap", "swap_other", "ablate"), "routing_estimator": ("contrast", "exhaustive"),
+SWITCHES = {"intervention": ("swap", "swap_distinct", "swap_other", "ablate"), "routing_estimator": ("contrast", "exhaustive"),
             "routing_credit": ("matched", "terminal"), "route_scale": ("reward", "contrast")}
 
 
