@@ -5,6 +5,8 @@ GRPO execution credit), and its baselines as switches.
     talentrl rl model=smollm2 rl.steps=10 rl.group_size=4 rl.interventions=2 rl.lr=1e-5
     talentrl rl rl.routing_credit=terminal                 # plain GRPO credit on the talent tokens
     talentrl rl rl.intervention=ablate                     # the flat context as the matched baseline
+    talentrl rl rl.intervention=swap_distinct              # every intervention another talent: swap at less variance
+    talentrl rl rl.route_beta=1.0                          # a KL to the starting policy on the talent labels only
     talentrl rl rl.routing_estimator=exhaustive            # every talent once per task: the exact routing gradient
     talentrl rl rl.talents=none                            # SkillBank + GRPO; rl.skills=none: no skills
     talentrl rl inputs.model=none                          # start from the config's base model (a fresh LoRA)
