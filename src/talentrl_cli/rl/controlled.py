@@ -80,9 +80,9 @@ def exact_gradient(tasks: Sequence[Any], dists: Sequence[dict[str, float]], q: d
 def raw_credit(out: Any, key: str, group_size: int) -> np.ndarray:
     """Each trained rollout's routing credit in the exact gradient's units, before the
     trainer's positive per-step (matched, exhaustive) or per-group (terminal) std scale:
-    matched `(r_i - mean_m r'_{i,m}) / G` (`matched_distinct`: times 1 - pi(t_i)); exhaustive `pi(t)(r(t) - b)`; terminal the group-
-    centred reward `(r_i - mean_g r) / (G - 1)` (RLOO's correction: unbiased, so what is left
-    of its error is variance)."""
+    matched `(r_i - mean_m r'_{i,m}) / G` (`matched_distinct`: times 1 - pi(t_i)); exhaustive
+    `pi(t)(r(t) - b)`; terminal the group-centred reward `(r_i - mean_g r) / (G - 1)` (RLOO's
+    correction: unbiased, so what is left of its error is variance)."""
     credit = credit_of(out)
     if key in ("matched", "matched_distinct"):
         return adv.ROUTING.get(key)(credit, scale=False) / group_size

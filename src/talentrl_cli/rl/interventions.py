@@ -12,7 +12,7 @@ tested without a model:
     t_i with chance pi(t_i | x), and such a draw replays the sampled rollout (common random
     numbers), contrast 0; so `swap`'s expected credit given t_i and a distinct draw t'' is
     `(1 - pi(t_i | x)) (r(t_i) - r(t''))`, which is what the `matched_distinct` estimator
-    gives. Unbiased, and never lower in variance than `swap` (Rao-Blackwell; tested by
+    gives. Unbiased, and never higher in variance than `swap` (Rao-Blackwell; tested by
     enumeration). Each of its interventions runs: with a confident router `swap` ran 19 % of
     its interventions on WorldQA, the rest replaying the sampled talent for nothing.
   - `swap_other`: uniform over the talents other than t_i. The baseline depends on t_i, so
@@ -64,7 +64,6 @@ def intervention_talents(dist: dict[str, float], sampled: Sequence[str], kind: s
     if kind == "ablate":
         return [[None] * count for _ in sampled]
     raise ConfigError(f"rl.intervention={kind!r} is not known", f"use one of: {', '.join(INTERVENTIONS)}")
-
 
 
 def _without(dist: dict[str, float], name: str) -> dict[str, float]:
