@@ -66,3 +66,8 @@ def test_help_does_not_import_heavy_libraries():
              "print(','.join(m for m in ('torch', 'transformers', 'trl', 'hydra', 'wandb') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == ""
+
+
+def test_rl_on_an_empty_root_names_sft_as_the_stage_to_run_first(run_cli):
+    code, _, err = run_cli("rl")
+    assert code != 0 and "no sft artifact" in err and "talentrl sft" in err and "Traceback" not in err

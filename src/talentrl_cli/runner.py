@@ -126,11 +126,13 @@ def _resolve_inputs(stage: Stage, refs: dict[str, str], store: ArtifactStore) ->
 
 
 def _default_ref(store: ArtifactStore, producers: tuple[str, ...]) -> str:
-    """`<producer>:latest` for the first producer that has published anything."""
+    """`<producer>:latest` for the first producer that has published anything; where none
+    has, the last, the most upstream (rl's and eval's model: sft, not rl), so the missing-
+    artifact error names the stage to run first rather than the stage being run."""
     for producer in producers:
         if (store.root / producer / "latest").is_file():
             return f"{producer}:latest"
-    return f"{producers[0]}:latest"
+    return f"{producers[-1]}:latest"
 
 
 def _describe(inputs: dict[str, Artifact]) -> str:

@@ -1,7 +1,7 @@
 """`talentrl rl`: TalentRL on the env's train split (routing credit by matched interventions,
 GRPO execution credit), and its baselines as switches.
 
-    talentrl rl                                            # inputs.model=sft:latest inputs.index=index:latest
+    talentrl rl                                            # inputs: rl:latest if rl has published, else sft:latest; index:latest
     talentrl rl model=smollm2 rl.steps=10 rl.group_size=4 rl.interventions=2 rl.lr=1e-5
     talentrl rl rl.routing_credit=terminal                 # plain GRPO credit on the talent tokens
     talentrl rl rl.intervention=ablate                     # the flat context as the matched baseline
