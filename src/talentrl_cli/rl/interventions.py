@@ -54,13 +54,9 @@ def intervention_talents(dist: dict[str, float], sampled: Sequence[str], kind: s
         return [sample_talents(dist, count, rng) for _ in sampled]
     if kind == "swap_distinct":
         return [sample_talents(_without(dist, t), count, rng) for t in sampled]
-    if kind == "swap_other":
-        names = list(dist)
-        out = []
-        for t in sampled:
-            others = [n for n in names if n != t] or [t]
-            out.append([others[i] for i in rng.integers(0, len(others), size=count)])
-        return out
+    if kind == "swap_other":  # uniform: rng.integers, the draws the runs so far were made with
+        others = [list(_without(dist, t)) for t in sampled]
+        return [[o[i] for i in rng.integers(0, len(o), size=count)] for o in others]
     if kind == "ablate":
         return [[None] * count for _ in sampled]
     raise ConfigError(f"rl.intervention={kind!r} is not known", f"use one of: {', '.join(INTERVENTIONS)}")

@@ -1,7 +1,7 @@
 """`talentrl rl`: TalentRL on the env's train split (routing credit by matched interventions,
 GRPO execution credit), and its baselines as switches.
 
-    talentrl rl                                            # inputs: rl:latest if rl has published, else sft:latest; index:latest
+    talentrl rl                                            # model rl:latest (sft:latest before any rl), index:latest
     talentrl rl model=smollm2 rl.steps=10 rl.group_size=4 rl.interventions=2 rl.lr=1e-5
     talentrl rl rl.routing_credit=terminal                 # plain GRPO credit on the talent tokens
     talentrl rl rl.intervention=ablate                     # the flat context as the matched baseline
@@ -37,8 +37,9 @@ from typing import Any
 
 from talentrl_cli.stages import Stage, checkpoint_dir, register_stage
 
-SWITCHES = {"intervention": ("swap", "swap_distinct", "swap_other", "ablate"), "routing_estimator": ("contrast", "exhaustive"),
-            "routing_credit": ("matched", "terminal"), "route_scale": ("reward", "contrast")}
+SWITCHES = {"intervention": ("swap", "swap_distinct", "swap_other", "ablate"),
+            "routing_estimator": ("contrast", "exhaustive"), "routing_credit": ("matched", "terminal"),
+            "route_scale": ("reward", "contrast")}
 
 
 def run(cfg: Any, inputs: dict[str, Any], out_dir: Path) -> dict[str, Any]:
