@@ -24,7 +24,8 @@ For each estimator and noise level:
   `--seeds` runs, each listed.
 
 Estimators: matched swap (G=4, M=1), swap_distinct (its draws of t_i integrated out),
-swap_other, ablate, exhaustive (each of the 3 talents once), terminal (G=4: the same trained rollouts) and terminal at matched's rollout count (G=8).
+swap_other, ablate, exhaustive (each of the 3 talents once), terminal (G=4: the same trained
+rollouts) and terminal at matched's rollout count (G=8).
 Target: at noise 0.5, matched swap's relative MSE <= 0.5x terminal's (G=4); swap_other's bias
 visible above its noise floor.
 """
@@ -163,11 +164,13 @@ def print_table(results: dict, noises: list[float], args) -> None:
         if {"matched swap", "terminal", same_rollouts} <= mse.keys():
             ratio, same = mse["matched swap"] / mse["terminal"], mse["matched swap"] / mse[same_rollouts]
             verdict = "met" if ratio <= TARGET_RATIO else "missed"
-            print(f"\nnoise {noise:.2f}: matched swap rel. MSE / terminal (G={G}, the same trained rollouts) = {ratio:.3f}"
+            print(f"\nnoise {noise:.2f}: matched swap rel. MSE / terminal (G={G}, the same trained rollouts)"
+                  f" = {ratio:.3f}"
                   + (f"  (target <= {TARGET_RATIO}: {verdict})" if noise == max(noises) else "")
                   + f"; / {same_rollouts} (the same rollout count) = {same:.3f}")
         if {"matched swap", "swap_distinct"} <= mse.keys():
-            print(f"noise {noise:.2f}: swap_distinct rel. MSE / matched swap = {mse['swap_distinct'] / mse['matched swap']:.3f}")
+            distinct = mse["swap_distinct"] / mse["matched swap"]
+            print(f"noise {noise:.2f}: swap_distinct rel. MSE / matched swap = {distinct:.3f}")
 
 
 def _steps_cell(runs: list[int | None], cap: int) -> str:
